@@ -1,0 +1,28 @@
+# Every third-party dependency comes from a Debian package (see
+# scripts/install-deps.sh); nothing is vendored or downloaded at build time.
+
+find_package(Threads REQUIRED)
+find_package(absl CONFIG REQUIRED)
+find_package(Protobuf REQUIRED)
+find_package(gRPC CONFIG REQUIRED)
+find_package(OpenSSL REQUIRED)
+find_package(SQLite3 REQUIRED)
+find_package(spdlog CONFIG REQUIRED)
+find_package(fmt CONFIG REQUIRED)
+find_package(nlohmann_json CONFIG REQUIRED)
+find_package(CLI11 CONFIG QUIET)
+if(NOT CLI11_FOUND)
+  find_path(PKFORGE_CLI11_INCLUDE CLI/CLI.hpp REQUIRED)
+  add_library(CLI11::CLI11 INTERFACE IMPORTED)
+  target_include_directories(CLI11::CLI11 INTERFACE "${PKFORGE_CLI11_INCLUDE}")
+endif()
+if(PKFORGE_BUILD_TESTS)
+  find_package(GTest CONFIG REQUIRED)
+  include(GoogleTest)
+endif()
+if(PKFORGE_BUILD_BENCHMARKS)
+  find_package(benchmark CONFIG REQUIRED)
+endif()
+
+find_program(PKFORGE_PROTOC protoc REQUIRED)
+find_program(PKFORGE_GRPC_CPP_PLUGIN grpc_cpp_plugin REQUIRED)

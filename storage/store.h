@@ -1,0 +1,209 @@
+// TrajectoryStore: the SQLite trajectory database (DESIGN section 9).
+//
+// One database file holds every job, turn, LLM call, candidate (deduplicated by
+// sha256 of its source), evaluation and event. Researchers query it offline, so
+// the schema is part of the product: see storage/schema.md.
+//
+// Contract
+// - Open() creates the file or upgrades an older schema through the numbered
+//   migrations in migrations.cc, inside one transaction per step; a file whose
+//   schema version is newer than this binary knows is refused with
+//   FAILED_PRECONDITION naming both versions (never touched).
+// - WAL journal, foreign keys on, synchronous=FULL: every write is durable
+//   (fsynced in the WAL) before the call returns. A caller may acknowledge a
+//   write to a client as soon as the call returns OK.
+// - Events get a per-job sequence number (1, 2, 3, ...) assigned inside the
+//   committing transaction: strictly increasing, no gaps, no duplicates, even
+//   with many threads appending to one job. Concurrent AppendEvent calls are
+//   group-committed (one transaction and one fsync for a batch of callers),
+//   each caller returning only after its batch is durable.
+// - Bad input (unknown job id, negative times, NaN speedups, empty required
+//   fields) is rejected with INVALID_ARGUMENT or NOT_FOUND and writes nothing.
+// - Times: wall_us is Unix microseconds; elapsed_ms is milliseconds since the
+//   job started (wall clock, includes executor queueing); queue_ms/compile_ms/
+//   run_ms are the executor's breakdown of one evaluation, so "active" time
+//   (elapsed minus time spent waiting in executor queues) can be analysed.
+//
+// Threading
+// - A TrajectoryStore is safe for concurrent use from any number of threads.
+//   Writes are serialised on one writer connection (SQLite allows one writer);
+//   reads use a small pool of read-only connections and run concurrently with
+//   writes (WAL readers never block the writer and see committed data only).
+// - Several processes may open the same file (e.g. `pkforge trajectory --db`
+//   while the orchestrator runs); only one should write.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "common/clock.h"
+
+namespace pkforge::storage {
+
+// Current schema version of this binary (the highest migration number).
+int CurrentSchemaVersion();
+
+enum class JobState { kQueued, kRunning, kSucceeded, kFailed, kCancelled, kInterrupted };
+std::string_view JobStateName(JobState s);  // "queued", "running", ...
+absl::StatusOr<JobState> ParseJobState(std::string_view name);
+bool IsTerminal(JobState s);
+
+struct JobRecord {
+  std::string id;                 // NewId("job")
+  std::string spec_json;          // the full job spec (proto3 JSON), opaque here
+  std::string problem;            // denormalised from the spec for queries
+  std::string backend;            // "cuda" | "host"
+  int32_t world_size = 1;
+  std::string dtype;              // "bf16" | "f16" | "f32" | ...
+  std::string agent_kind;         // "llm" | "search" | "replay"
+  std::string model;              // LLM model name, "" for non-LLM agents
+  std::string strategy;           // "sequential" | "best_of_n" | "tree" | ...
+  std::string label;              // free-form experiment label for grouping
+  JobState state = JobState::kQueued;
+  int64_t created_wall_us = 0;
+  int64_t started_wall_us = 0;    // 0 until running
+  int64_t finished_wall_us = 0;   // 0 until terminal
+  double budget_wall_s = 0;       // the wall-clock budget, 0 = none
+  std::string error;              // why it failed / was interrupted
+  // Maintained by the store from evaluations: best correct speedup so far and
+  // the evaluation that achieved it (empty when none is correct yet).
+  std::optional<double> best_speedup;
+  std::string best_evaluation_id;
+};
+
+struct TurnRecord {
+  std::string id;                 // NewId("turn")
+  std::string job_id;
+  int32_t index = 0;              // 0-based within the job, unique per job
+  int64_t started_wall_us = 0;
+  int64_t elapsed_ms = 0;         // at turn start
+  std::string note;               // e.g. strategy step ("expand node 3")
+};
+
+struct LlmCallRecord {
+  std::string id;                 // NewId("llm")
+  std::string job_id;
+  std::string turn_id;            // may be empty
+  std::string provider;           // "openai" | "anthropic" | ...
+  std::string model;
+  std::string prompt;             // full request messages (JSON)
+  std::string reply;              // full reply text
+  int64_t prompt_tokens = 0;
+  int64_t completion_tokens = 0;
+  double latency_ms = 0;
+  double cost_usd = 0;
+  int32_t attempts = 1;           // including retries
+  std::string error;              // empty on success
+  int64_t wall_us = 0;
+  int64_t elapsed_ms = 0;
+};
+
+struct CandidateRecord {
+  std::string sha256;             // of source; primary key (dedup)
+  std::string source;
+  std::string backend;
+  int64_t first_seen_wall_us = 0;
+};
+
+struct EvaluationRecord {
+  std::string id;                 // NewId("eval")
+  std::string job_id;
+  std::string turn_id;            // may be empty
+  std::string candidate_sha256;   // must exist in candidates
+  std::string status;             // OK | COMPILE_ERROR | SETUP_ERROR | RUNTIME_ERROR |
+                                  // TIMEOUT | WRONG_OUTPUT | CHEAT_DETECTED
+  bool correct = false;           // status == OK
+  std::optional<double> speedup;  // median(ref)/median(cand); finite, > 0
+  std::optional<double> candidate_median_us;
+  std::optional<double> reference_median_us;
+  std::optional<double> roofline_fraction;  // 0..1 (can exceed 1 only if suspicious)
+  std::string result_json;        // the full EvaluationResult (proto3 JSON), opaque here
+  std::string executor;           // executor address/name that ran it
+  double queue_ms = 0;
+  double compile_ms = 0;
+  double run_ms = 0;
+  int64_t wall_us = 0;            // when the result arrived
+  int64_t elapsed_ms = 0;         // since job start, when the result arrived
+};
+
+struct EventRecord {
+  std::string job_id;
+  int64_t seq = 0;                // assigned by the store on append
+  int64_t wall_us = 0;
+  int64_t elapsed_ms = 0;
+  std::string type;               // e.g. "job_started", "evaluation", "llm_call"
+  std::string payload_json;       // opaque JSON
+};
+
+struct JobFilter {
+  std::string problem, model, strategy, agent_kind, label;  // empty = any
+  std::optional<JobState> state;
+  int32_t limit = 1000;           // 1..100000
+  std::string after_id;           // pagination: ids sort by creation time
+};
+
+class TrajectoryStore {
+ public:
+  struct Options {
+    int read_connections = 4;     // size of the read-only connection pool
+    int busy_timeout_ms = 5000;   // wait for another process's write lock
+    const Clock* clock = SystemClock::Get();
+  };
+
+  // Opens (creating if needed) and migrates the database at `path`.
+  static absl::StatusOr<std::unique_ptr<TrajectoryStore>> Open(const std::string& path,
+                                                               Options options);
+  static absl::StatusOr<std::unique_ptr<TrajectoryStore>> Open(const std::string& path) {
+    return Open(path, Options());
+  }
+  virtual ~TrajectoryStore() = default;
+
+  virtual const std::string& path() const = 0;
+  virtual absl::StatusOr<int> SchemaVersion() = 0;
+
+  // --- jobs ---
+  // ALREADY_EXISTS when the id is taken.
+  virtual absl::Status CreateJob(const JobRecord& job) = 0;
+  // Changes state (and started/finished times, error). Terminal states are final:
+  // moving out of one is FAILED_PRECONDITION. wall_us = 0 means "now".
+  virtual absl::Status UpdateJobState(std::string_view job_id, JobState state,
+                                      std::string_view error = "", int64_t wall_us = 0) = 0;
+  virtual absl::StatusOr<JobRecord> GetJob(std::string_view job_id) = 0;
+  virtual absl::StatusOr<std::vector<JobRecord>> ListJobs(const JobFilter& filter) = 0;
+  // Jobs in queued or running state (for restart recovery).
+  virtual absl::StatusOr<std::vector<JobRecord>> ListUnfinishedJobs() = 0;
+
+  // --- trajectory ---
+  virtual absl::Status AddTurn(const TurnRecord& turn) = 0;
+  virtual absl::Status AddLlmCall(const LlmCallRecord& call) = 0;
+  // Inserts the candidate unless its sha256 is already stored; returns true when
+  // it was new. The sha256 is recomputed and must match the source.
+  virtual absl::StatusOr<bool> PutCandidate(const CandidateRecord& candidate) = 0;
+  virtual absl::StatusOr<CandidateRecord> GetCandidate(std::string_view sha256) = 0;
+  // Also updates the job's best_speedup when the evaluation is correct and better.
+  virtual absl::Status AddEvaluation(const EvaluationRecord& evaluation) = 0;
+
+  virtual absl::StatusOr<std::vector<TurnRecord>> ListTurns(std::string_view job_id) = 0;
+  virtual absl::StatusOr<std::vector<LlmCallRecord>> ListLlmCalls(std::string_view job_id) = 0;
+  // In elapsed order (ties by insertion order).
+  virtual absl::StatusOr<std::vector<EvaluationRecord>> ListEvaluations(
+      std::string_view job_id) = 0;
+
+  // --- events ---
+  // Assigns the next seq for event.job_id, commits durably, returns the seq.
+  virtual absl::StatusOr<int64_t> AppendEvent(const EventRecord& event) = 0;
+  // Events of a job with seq > after_seq, ascending, at most `limit`.
+  virtual absl::StatusOr<std::vector<EventRecord>> ReadEvents(std::string_view job_id,
+                                                              int64_t after_seq,
+                                                              int32_t limit = 10000) = 0;
+  // Highest seq of the job (0 when it has no events).
+  virtual absl::StatusOr<int64_t> LastEventSeq(std::string_view job_id) = 0;
+};
+
+}  // namespace pkforge::storage
