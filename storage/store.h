@@ -23,6 +23,8 @@
 //   job started (wall clock, includes executor queueing); queue_ms/compile_ms/
 //   run_ms are the executor's breakdown of one evaluation, so "active" time
 //   (elapsed minus time spent waiting in executor queues) can be analysed.
+//   A wall time of 0 passed to a write means "now" (Options::clock), except
+//   JobRecord::started_wall_us / finished_wall_us, where 0 means "not yet".
 //
 // Threading
 // - A TrajectoryStore is safe for concurrent use from any number of threads.
@@ -168,7 +170,8 @@ class TrajectoryStore {
   virtual absl::StatusOr<int> SchemaVersion() = 0;
 
   // --- jobs ---
-  // ALREADY_EXISTS when the id is taken.
+  // ALREADY_EXISTS when the id is taken. best_speedup/best_evaluation_id of
+  // `job` are ignored (the store maintains them).
   virtual absl::Status CreateJob(const JobRecord& job) = 0;
   // Changes state (and started/finished times, error). Terminal states are final:
   // moving out of one is FAILED_PRECONDITION. wall_us = 0 means "now".

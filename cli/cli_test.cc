@@ -1,0 +1,204 @@
+// End-to-end tests of the `pkforge` binary: real processes, a real SQLite file
+// written through the store, exit codes and outputs as a user sees them.
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "common/ids.h"
+#include "common/sha256.h"
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+#include "storage/store.h"
+
+namespace pkforge::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct CmdResult {
+  int code = -1;
+  std::string out;  // stdout and stderr together
+};
+
+CmdResult Pkforge(const std::string& args) {
+  std::string cmd = std::string(PKFORGE_BIN) + " " + args + " 2>&1";
+  CmdResult r;
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return r;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof(buf), p)) > 0) r.out.append(buf, n);
+  int status = pclose(p);
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return r;
+}
+
+class CliTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("pkf_cli_test." + std::to_string(getpid()));
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    db_ = (dir_ / "t.db").string();
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  // Two finished jobs: A improves 1.0 -> 1.5 by 20 s then stalls until 100 s;
+  // B is never correct.
+  void Populate() {
+    auto store = storage::TrajectoryStore::Open(db_);
+    ASSERT_TRUE(store.ok()) << store.status();
+    const int64_t t0 = 1'800'000'000'000'000;
+    for (int j = 0; j < 2; ++j) {
+      storage::JobRecord job;
+      job.id = NewId("job", t0 + j * 1000);  // distinct ms: ids sort in creation order
+      job.spec_json = "{}";
+      job.problem = "allreduce";
+      job.backend = "host";
+      job.dtype = "f32";
+      job.agent_kind = "search";
+      job.strategy = "sequential";
+      job.model = j == 0 ? "model-a" : "model-b";
+      job.created_wall_us = t0;
+      ASSERT_TRUE((*store)->CreateJob(job).ok());
+      ASSERT_TRUE((*store)->UpdateJobState(job.id, storage::JobState::kRunning, "", t0).ok());
+      job_ids_.push_back(job.id);
+      const double speedups[] = {1.0, 1.5, 1.505};
+      const int64_t at_s[] = {10, 20, 30};
+      for (int i = 0; i < 3; ++i) {
+        storage::CandidateRecord c;
+        c.source = "int pkf_run(){return " + std::to_string(j * 10 + i) + ";}";
+        c.sha256 = Sha256Hex(c.source);
+        c.backend = "host";
+        c.first_seen_wall_us = t0;
+        ASSERT_TRUE((*store)->PutCandidate(c).ok());
+        storage::EvaluationRecord e;
+        e.id = NewId("eval");
+        e.job_id = job.id;
+        e.candidate_sha256 = c.sha256;
+        e.correct = j == 0;
+        e.status = e.correct ? "OK" : "WRONG_OUTPUT";
+        if (e.correct) e.speedup = speedups[i];
+        e.result_json = "{}";
+        e.executor = "local";
+        e.queue_ms = 1000;
+        e.elapsed_ms = at_s[i] * 1000;
+        e.wall_us = t0 + e.elapsed_ms * 1000;
+        ASSERT_TRUE((*store)->AddEvaluation(e).ok()) << (*store)->AddEvaluation(e);
+      }
+      ASSERT_TRUE((*store)
+                      ->UpdateJobState(job.id, storage::JobState::kSucceeded, "",
+                                       t0 + 100'000'000)
+                      .ok());
+    }
+  }
+
+  fs::path dir_;
+  std::string db_;
+  std::vector<std::string> job_ids_;
+};
+
+TEST_F(CliTest, LocalPreparesDataDirAndSaysNotYetAvailable) {
+  std::string data = (dir_ / "data").string();
+  CmdResult r = Pkforge("local --backend host --data-dir " + data);
+  EXPECT_EQ(r.code, 4) << r.out;
+  EXPECT_NE(r.out.find("not yet available"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("backend host"), std::string::npos) << r.out;
+  EXPECT_TRUE(fs::exists(fs::path(data) / "pkforge.db"));
+  auto store = storage::TrajectoryStore::Open((fs::path(data) / "pkforge.db").string());
+  ASSERT_TRUE(store.ok());
+  EXPECT_EQ(*(*store)->SchemaVersion(), storage::CurrentSchemaVersion());
+}
+
+TEST_F(CliTest, JobsListsFromDatabaseFile) {
+  Populate();
+  CmdResult r = Pkforge("jobs --db " + db_ + " --json");
+  ASSERT_EQ(r.code, 0) << r.out;
+  auto j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j.size(), 2u);
+  EXPECT_EQ(j[0]["state"], "succeeded");
+  EXPECT_DOUBLE_EQ(j[0]["best_speedup"].get<double>(), 1.505);
+  EXPECT_TRUE(j[1]["best_speedup"].is_null());
+  CmdResult table = Pkforge("jobs --db " + db_ + " --model model-a");
+  ASSERT_EQ(table.code, 0) << table.out;
+  EXPECT_NE(table.out.find("1 job(s)"), std::string::npos) << table.out;
+}
+
+TEST_F(CliTest, TrajectoryCsvHasOneRowPerEvaluation) {
+  Populate();
+  CmdResult r = Pkforge("trajectory " + job_ids_[0] + " --db " + db_ + " --format csv");
+  ASSERT_EQ(r.code, 0) << r.out;
+  std::istringstream in(r.out);
+  std::string line;
+  int rows = 0;
+  std::getline(in, line);
+  EXPECT_EQ(line.rfind("evaluation_id,elapsed_s,active_s,status", 0), 0u) << line;
+  while (std::getline(in, line)) ++rows;
+  EXPECT_EQ(rows, 3);
+  EXPECT_NE(r.out.find(",1.5,1.5,"), std::string::npos) << r.out;  // speedup and best
+}
+
+TEST_F(CliTest, PlateauReportJsonSvgAndCsv) {
+  Populate();
+  std::string svg = (dir_ / "p.svg").string();
+  std::string csv = (dir_ / "p.csv").string();
+  CmdResult r = Pkforge("plateau --db " + db_ + " --json --group-by model --budgets 15,50 --svg " +
+                  svg + " --csv " + csv);
+  ASSERT_EQ(r.code, 0) << r.out;
+  auto j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j["jobs"].size(), 2u);
+  // Job A: steps at 10 (1.0), 20 (1.5), 30 (1.505 < 1.5*1.01); plateau from 20.
+  const auto& a = j["jobs"][0]["job_id"] == job_ids_[0] ? j["jobs"][0] : j["jobs"][1];
+  EXPECT_DOUBLE_EQ(a["plateau_onset_s"].get<double>(), 20.0) << a.dump();
+  EXPECT_DOUBLE_EQ(a["first_correct_s"].get<double>(), 10.0);
+  EXPECT_EQ(j["groups"].size(), 2u);
+  std::ifstream svg_in(svg);
+  std::stringstream ss;
+  ss << svg_in.rdbuf();
+  EXPECT_NE(ss.str().find("<svg"), std::string::npos);
+  EXPECT_TRUE(fs::exists(csv));
+  CmdResult table = Pkforge("plateau --db " + db_ + " --budgets 15");
+  ASSERT_EQ(table.code, 0) << table.out;
+  EXPECT_NE(table.out.find("budget 15.0s: 1/2 correct"), std::string::npos) << table.out;
+}
+
+TEST_F(CliTest, BadInputGetsClearErrorsAndExitCodes) {
+  Populate();
+  CmdResult no_db = Pkforge("plateau");
+  EXPECT_EQ(no_db.code, 2) << no_db.out;
+  EXPECT_NE(no_db.out.find("--db PATH is required"), std::string::npos) << no_db.out;
+  CmdResult missing = Pkforge("jobs --db " + (dir_ / "nope.db").string());
+  EXPECT_EQ(missing.code, 3) << missing.out;
+  EXPECT_FALSE(fs::exists(dir_ / "nope.db"));  // a read command creates nothing
+  CmdResult unknown = Pkforge("trajectory " + NewId("job") + " --db " + db_);
+  EXPECT_EQ(unknown.code, 3) << unknown.out;
+  CmdResult malformed = Pkforge("trajectory ../../etc/passwd --db " + db_);
+  EXPECT_EQ(malformed.code, 2) << malformed.out;
+  CmdResult axis = Pkforge("plateau --db " + db_ + " --axis sideways");
+  EXPECT_EQ(axis.code, 2) << axis.out;
+  CmdResult eps = Pkforge("plateau --db " + db_ + " --epsilon -1");
+  EXPECT_EQ(eps.code, 2) << eps.out;
+  CmdResult ps = Pkforge("plateau --db " + db_ + " --fast-p 1,abc");
+  EXPECT_EQ(ps.code, 2) << ps.out;
+  EXPECT_NE(ps.out.find("'abc' is not a number"), std::string::npos) << ps.out;
+  CmdResult none = Pkforge("plateau --db " + db_ + " --problem no_such_problem");
+  EXPECT_EQ(none.code, 3) << none.out;
+  CmdResult cmd = Pkforge("frobnicate");
+  EXPECT_EQ(cmd.code, 2) << cmd.out;
+}
+
+TEST_F(CliTest, VersionPrintsSchema) {
+  CmdResult r = Pkforge("version");
+  EXPECT_EQ(r.code, 0);
+  EXPECT_NE(r.out.find("trajectory schema v" + std::to_string(storage::CurrentSchemaVersion())),
+            std::string::npos)
+      << r.out;
+}
+
+}  // namespace
+}  // namespace pkforge::cli
