@@ -134,16 +134,17 @@ int RunTrajectory(const TrajectoryOptions& o) {
   // best-so-far alongside each evaluation, in elapsed order.
   double best = 0;
   if (o.format == "csv") {
-    std::printf("evaluation_id,elapsed_s,active_s,status,correct,speedup,best_so_far,queue_ms,"
-                "compile_ms,run_ms,candidate_sha256\n");
+    std::printf(
+        "evaluation_id,elapsed_s,active_s,status,correct,speedup,best_so_far,queue_ms,"
+        "compile_ms,run_ms,candidate_sha256\n");
   }
   nlohmann::json rows = nlohmann::json::array();
   if (o.format == "table") {
     std::printf("job %s  %s  %s ws=%d  state=%s\n", job->id.c_str(), job->problem.c_str(),
                 job->backend.c_str(), job->world_size,
                 std::string(storage::JobStateName(job->state)).c_str());
-    std::printf("%9s %9s %-15s %9s %9s %9s %9s  %s\n", "ELAPSED_S", "ACTIVE_S", "STATUS",
-                "SPEEDUP", "BEST", "QUEUE_MS", "RUN_MS", "CANDIDATE");
+    std::printf("%9s %9s %-15s %9s %9s %9s %9s  %s\n", "ELAPSED_S", "ACTIVE_S", "STATUS", "SPEEDUP",
+                "BEST", "QUEUE_MS", "RUN_MS", "CANDIDATE");
   }
   for (size_t i = 0; i < evals->size(); ++i) {
     const auto& e = (*evals)[i];
@@ -154,13 +155,17 @@ int RunTrajectory(const TrajectoryOptions& o) {
       std::printf("%s,%.3f,%.3f,%s,%d,%s,%s,%.1f,%.1f,%.1f,%s\n", e.id.c_str(), p.elapsed_s,
                   p.active_s, e.status.c_str(), e.correct ? 1 : 0,
                   e.speedup ? Fmt(e.speedup, "%.6g").c_str() : "",
-                  best_opt ? Fmt(best_opt, "%.6g").c_str() : "", e.queue_ms, e.compile_ms,
-                  e.run_ms, e.candidate_sha256.c_str());
+                  best_opt ? Fmt(best_opt, "%.6g").c_str() : "", e.queue_ms, e.compile_ms, e.run_ms,
+                  e.candidate_sha256.c_str());
     } else if (o.format == "json") {
-      nlohmann::json r = {{"evaluation_id", e.id},      {"elapsed_s", p.elapsed_s},
-                          {"active_s", p.active_s},     {"status", e.status},
-                          {"correct", e.correct},       {"queue_ms", e.queue_ms},
-                          {"compile_ms", e.compile_ms}, {"run_ms", e.run_ms},
+      nlohmann::json r = {{"evaluation_id", e.id},
+                          {"elapsed_s", p.elapsed_s},
+                          {"active_s", p.active_s},
+                          {"status", e.status},
+                          {"correct", e.correct},
+                          {"queue_ms", e.queue_ms},
+                          {"compile_ms", e.compile_ms},
+                          {"run_ms", e.run_ms},
                           {"candidate_sha256", e.candidate_sha256}};
       r["speedup"] = e.speedup ? nlohmann::json(*e.speedup) : nlohmann::json();
       r["best_so_far"] = best_opt ? nlohmann::json(*best_opt) : nlohmann::json();
@@ -295,9 +300,8 @@ int RunPlateau(const PlateauCliOptions& o) {
   std::printf("\n%-40s %5s %8s %12s %12s %12s\n", "GROUP", "JOBS", "CORRECT", "MEDIAN_BEST",
               "MEDIAN_ONSET", "MEDIAN_1ST");
   for (const auto& g : report->groups) {
-    std::printf("%-40s %5d %7.0f%% %12s %12s %12s\n", g.name.c_str(), g.jobs,
-                100 * g.share_correct, Fmt(g.median_final_best).c_str(),
-                Fmt(g.median_plateau_onset_s, "%.1f").c_str(),
+    std::printf("%-40s %5d %7.0f%% %12s %12s %12s\n", g.name.c_str(), g.jobs, 100 * g.share_correct,
+                Fmt(g.median_final_best).c_str(), Fmt(g.median_plateau_onset_s, "%.1f").c_str(),
                 Fmt(g.median_first_correct_s, "%.1f").c_str());
   }
   for (const auto& t : report->truncation) {

@@ -92,8 +92,7 @@ class CliTest : public ::testing::Test {
         ASSERT_TRUE((*store)->AddEvaluation(e).ok()) << (*store)->AddEvaluation(e);
       }
       ASSERT_TRUE((*store)
-                      ->UpdateJobState(job.id, storage::JobState::kSucceeded, "",
-                                       t0 + 100'000'000)
+                      ->UpdateJobState(job.id, storage::JobState::kSucceeded, "", t0 + 100'000'000)
                       .ok());
     }
   }
@@ -148,7 +147,7 @@ TEST_F(CliTest, PlateauReportJsonSvgAndCsv) {
   std::string svg = (dir_ / "p.svg").string();
   std::string csv = (dir_ / "p.csv").string();
   CmdResult r = Pkforge("plateau --db " + db_ + " --json --group-by model --budgets 15,50 --svg " +
-                  svg + " --csv " + csv);
+                        svg + " --csv " + csv);
   ASSERT_EQ(r.code, 0) << r.out;
   auto j = nlohmann::json::parse(r.out);
   ASSERT_EQ(j["jobs"].size(), 2u);

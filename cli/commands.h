@@ -10,7 +10,6 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
-
 #include <string>
 
 #include "absl/status/status.h"

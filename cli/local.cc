@@ -29,7 +29,9 @@ struct LocalOptions {
   bool json = false;
 };
 
-bool GpuUsable() { return access("/dev/nvidiactl", F_OK) == 0 && access("/dev/nvidia0", F_OK) == 0; }
+bool GpuUsable() {
+  return access("/dev/nvidiactl", F_OK) == 0 && access("/dev/nvidia0", F_OK) == 0;
+}
 
 int RunLocal(const LocalOptions& o) {
   std::error_code ec;
@@ -51,11 +53,11 @@ int RunLocal(const LocalOptions& o) {
               o.backend.empty() ? (backend == "cuda" ? "GPU found" : "no usable GPU found")
                                 : "as requested");
   return ReportStatus(
-      "local", absl::UnavailableError(
-                   "not yet available: running a job needs the executor and orchestrator "
-                   "daemons, which are not built yet (issues #5 and #7). The build, the "
-                   "trajectory store and the offline analysis commands (`pkforge plateau "
-                   "--db`, `pkforge jobs --db`) work now."));
+      "local",
+      absl::UnavailableError("not yet available: running a job needs the executor and orchestrator "
+                             "daemons, which are not built yet (issues #5 and #7). The build, the "
+                             "trajectory store and the offline analysis commands (`pkforge plateau "
+                             "--db`, `pkforge jobs --db`) work now."));
 }
 
 }  // namespace

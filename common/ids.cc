@@ -63,14 +63,12 @@ absl::Status ValidateId(std::string_view id, std::string_view prefix) {
       id[prefix.size()] != '_') {
     return absl::InvalidArgumentError(
         absl::StrCat("malformed ", AsAbsl(prefix), " id '", AsAbsl(id.substr(0, 64)),
-                     "': expected ", AsAbsl(prefix),
-                     "_ followed by 26 base32 characters"));
+                     "': expected ", AsAbsl(prefix), "_ followed by 26 base32 characters"));
   }
   for (char c : id.substr(prefix.size() + 1)) {
     if (std::string_view(kCrockford).find(c) == std::string_view::npos) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("malformed ", AsAbsl(prefix), " id '", AsAbsl(id.substr(0, 64)),
-                       "': bad character"));
+      return absl::InvalidArgumentError(absl::StrCat("malformed ", AsAbsl(prefix), " id '",
+                                                     AsAbsl(id.substr(0, 64)), "': bad character"));
     }
   }
   return absl::OkStatus();

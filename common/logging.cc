@@ -49,11 +49,21 @@ std::string JsonEscape(std::string_view text) {
   out.reserve(text.size() + 8);
   for (unsigned char c : text) {
     switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
       default:
         if (c < 0x20) {
           char buf[8];
@@ -100,7 +110,8 @@ absl::Status InitLogging(const LoggingOptions& options) {
     try {
       sink = std::make_shared<spdlog::sinks::basic_file_sink_mt>(options.file, /*truncate=*/false);
     } catch (const spdlog::spdlog_ex& e) {
-      return absl::UnavailableError(absl::StrCat("opening log file ", options.file, ": ", e.what()));
+      return absl::UnavailableError(
+          absl::StrCat("opening log file ", options.file, ": ", e.what()));
     }
   }
   const bool json = options.format == "json";

@@ -21,10 +21,10 @@
 namespace pkforge {
 
 struct LoggingOptions {
-  std::string level = "info";   // trace|debug|info|warn|error|critical|off
-  std::string format = "text";  // text|json
-  std::string file;             // empty: stderr; otherwise appended to this file
-  std::string name = "pkforge"; // logger name (the binary), shown in each line
+  std::string level = "info";    // trace|debug|info|warn|error|critical|off
+  std::string format = "text";   // text|json
+  std::string file;              // empty: stderr; otherwise appended to this file
+  std::string name = "pkforge";  // logger name (the binary), shown in each line
 };
 
 absl::Status InitLogging(const LoggingOptions& options);

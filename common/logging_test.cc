@@ -63,7 +63,10 @@ TEST(LoggingTest, RedactionIgnoresTooShortSecrets) {
 }
 
 TEST(LoggingTest, JsonEscapeControlCharacters) {
-  EXPECT_EQ(JsonEscape(std::string("a\x01" "b", 3)), "a\\u0001b");
+  EXPECT_EQ(JsonEscape(std::string("a\x01"
+                                   "b",
+                                   3)),
+            "a\\u0001b");
   EXPECT_EQ(JsonEscape("tab\there"), "tab\\there");
 }
 

@@ -3,8 +3,8 @@
 #include <openssl/evp.h>
 
 #include <cstdint>
-#include <cstdlib>
 #include <cstdio>
+#include <cstdlib>
 
 namespace pkforge {
 

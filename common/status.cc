@@ -10,9 +10,8 @@ namespace pkforge {
 absl::Status Annotate(const absl::Status& s, std::string_view context) {
   if (s.ok()) return s;
   absl::Status out(s.code(), absl::StrCat(AsAbsl(context), ": ", s.message()));
-  s.ForEachPayload([&](absl::string_view url, const absl::Cord& payload) {
-    out.SetPayload(url, payload);
-  });
+  s.ForEachPayload(
+      [&](absl::string_view url, const absl::Cord& payload) { out.SetPayload(url, payload); });
   return out;
 }
 

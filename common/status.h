@@ -39,10 +39,10 @@ absl::Status ErrnoError(std::string_view what, int err);
 #define PKF_STATUS_CONCAT_(a, b) PKF_STATUS_CONCAT_INNER_(a, b)
 
 #ifndef RETURN_IF_ERROR
-#define RETURN_IF_ERROR(expr)                            \
-  do {                                                   \
-    ::absl::Status pkf_status_ = (expr);                 \
-    if (!pkf_status_.ok()) return pkf_status_;           \
+#define RETURN_IF_ERROR(expr)                  \
+  do {                                         \
+    ::absl::Status pkf_status_ = (expr);       \
+    if (!pkf_status_.ok()) return pkf_status_; \
   } while (0)
 #endif
 

@@ -112,8 +112,8 @@ TEST(ProtoTest, CallbackServiceServesOverLoopback) {
   auto server = builder.BuildAndStart();
   ASSERT_NE(server, nullptr);
   ASSERT_GT(port, 0);
-  auto channel = grpc::CreateChannel("127.0.0.1:" + std::to_string(port),
-                                     grpc::InsecureChannelCredentials());
+  auto channel =
+      grpc::CreateChannel("127.0.0.1:" + std::to_string(port), grpc::InsecureChannelCredentials());
   auto stub = Executor::NewStub(channel);
   grpc::ClientContext ctx;
   ListProblemsRequest req;

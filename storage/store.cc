@@ -771,9 +771,9 @@ absl::Status SqliteTrajectoryStore::AddEvaluation(const EvaluationRecord& e) {
 
 template <typename Record, typename ReadRow>
 absl::StatusOr<std::vector<Record>> SqliteTrajectoryStore::ListForJob(const char* op,
-                                                                    std::string_view job_id,
-                                                                    const std::string& sql,
-                                                                    ReadRow read_row) {
+                                                                      std::string_view job_id,
+                                                                      const std::string& sql,
+                                                                      ReadRow read_row) {
   RETURN_IF_ERROR(Annotate(RequireId("job_id", job_id, "job"), op));
   ReadPool::Lease conn = readers_.Acquire();
   RETURN_IF_ERROR(Annotate(RequireJobExists(*conn, job_id), op));

@@ -57,22 +57,22 @@ absl::StatusOr<JobState> ParseJobState(std::string_view name);
 bool IsTerminal(JobState s);
 
 struct JobRecord {
-  std::string id;                 // NewId("job")
-  std::string spec_json;          // the full job spec (proto3 JSON), opaque here
-  std::string problem;            // denormalised from the spec for queries
-  std::string backend;            // "cuda" | "host"
+  std::string id;         // NewId("job")
+  std::string spec_json;  // the full job spec (proto3 JSON), opaque here
+  std::string problem;    // denormalised from the spec for queries
+  std::string backend;    // "cuda" | "host"
   int32_t world_size = 1;
-  std::string dtype;              // "bf16" | "f16" | "f32" | ...
-  std::string agent_kind;         // "llm" | "search" | "replay"
-  std::string model;              // LLM model name, "" for non-LLM agents
-  std::string strategy;           // "sequential" | "best_of_n" | "tree" | ...
-  std::string label;              // free-form experiment label for grouping
+  std::string dtype;       // "bf16" | "f16" | "f32" | ...
+  std::string agent_kind;  // "llm" | "search" | "replay"
+  std::string model;       // LLM model name, "" for non-LLM agents
+  std::string strategy;    // "sequential" | "best_of_n" | "tree" | ...
+  std::string label;       // free-form experiment label for grouping
   JobState state = JobState::kQueued;
   int64_t created_wall_us = 0;
-  int64_t started_wall_us = 0;    // 0 until running
-  int64_t finished_wall_us = 0;   // 0 until terminal
-  double budget_wall_s = 0;       // the wall-clock budget, 0 = none
-  std::string error;              // why it failed / was interrupted
+  int64_t started_wall_us = 0;   // 0 until running
+  int64_t finished_wall_us = 0;  // 0 until terminal
+  double budget_wall_s = 0;      // the wall-clock budget, 0 = none
+  std::string error;             // why it failed / was interrupted
   // Maintained by the store from evaluations: best correct speedup so far and
   // the evaluation that achieved it (empty when none is correct yet).
   std::optional<double> best_speedup;
@@ -80,41 +80,41 @@ struct JobRecord {
 };
 
 struct TurnRecord {
-  std::string id;                 // NewId("turn")
+  std::string id;  // NewId("turn")
   std::string job_id;
-  int32_t index = 0;              // 0-based within the job, unique per job
+  int32_t index = 0;  // 0-based within the job, unique per job
   int64_t started_wall_us = 0;
-  int64_t elapsed_ms = 0;         // at turn start
-  std::string note;               // e.g. strategy step ("expand node 3")
+  int64_t elapsed_ms = 0;  // at turn start
+  std::string note;        // e.g. strategy step ("expand node 3")
 };
 
 struct LlmCallRecord {
-  std::string id;                 // NewId("llm")
+  std::string id;  // NewId("llm")
   std::string job_id;
-  std::string turn_id;            // may be empty
-  std::string provider;           // "openai" | "anthropic" | ...
+  std::string turn_id;   // may be empty
+  std::string provider;  // "openai" | "anthropic" | ...
   std::string model;
-  std::string prompt;             // full request messages (JSON)
-  std::string reply;              // full reply text
+  std::string prompt;  // full request messages (JSON)
+  std::string reply;   // full reply text
   int64_t prompt_tokens = 0;
   int64_t completion_tokens = 0;
   double latency_ms = 0;
   double cost_usd = 0;
-  int32_t attempts = 1;           // including retries
-  std::string error;              // empty on success
+  int32_t attempts = 1;  // including retries
+  std::string error;     // empty on success
   int64_t wall_us = 0;
   int64_t elapsed_ms = 0;
 };
 
 struct CandidateRecord {
-  std::string sha256;             // of source; primary key (dedup)
+  std::string sha256;  // of source; primary key (dedup)
   std::string source;
   std::string backend;
   int64_t first_seen_wall_us = 0;
 };
 
 struct EvaluationRecord {
-  std::string id;                 // NewId("eval")
+  std::string id;  // NewId("eval")
   std::string job_id;
   std::string turn_id;            // may be empty
   std::string candidate_sha256;   // must exist in candidates
@@ -125,36 +125,36 @@ struct EvaluationRecord {
   std::optional<double> candidate_median_us;
   std::optional<double> reference_median_us;
   std::optional<double> roofline_fraction;  // 0..1 (can exceed 1 only if suspicious)
-  std::string result_json;        // the full EvaluationResult (proto3 JSON), opaque here
-  std::string executor;           // executor address/name that ran it
+  std::string result_json;                  // the full EvaluationResult (proto3 JSON), opaque here
+  std::string executor;                     // executor address/name that ran it
   double queue_ms = 0;
   double compile_ms = 0;
   double run_ms = 0;
-  int64_t wall_us = 0;            // when the result arrived
-  int64_t elapsed_ms = 0;         // since job start, when the result arrived
+  int64_t wall_us = 0;     // when the result arrived
+  int64_t elapsed_ms = 0;  // since job start, when the result arrived
 };
 
 struct EventRecord {
   std::string job_id;
-  int64_t seq = 0;                // assigned by the store on append
+  int64_t seq = 0;  // assigned by the store on append
   int64_t wall_us = 0;
   int64_t elapsed_ms = 0;
-  std::string type;               // e.g. "job_started", "evaluation", "llm_call"
-  std::string payload_json;       // opaque JSON
+  std::string type;          // e.g. "job_started", "evaluation", "llm_call"
+  std::string payload_json;  // opaque JSON
 };
 
 struct JobFilter {
   std::string problem, model, strategy, agent_kind, label;  // empty = any
   std::optional<JobState> state;
-  int32_t limit = 1000;           // 1..100000
-  std::string after_id;           // pagination: ids sort by creation time
+  int32_t limit = 1000;  // 1..100000
+  std::string after_id;  // pagination: ids sort by creation time
 };
 
 class TrajectoryStore {
  public:
   struct Options {
-    int read_connections = 4;     // size of the read-only connection pool
-    int busy_timeout_ms = 5000;   // wait for another process's write lock
+    int read_connections = 4;    // size of the read-only connection pool
+    int busy_timeout_ms = 5000;  // wait for another process's write lock
     const Clock* clock = SystemClock::Get();
   };
 
