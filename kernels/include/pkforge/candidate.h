@@ -1,0 +1,73 @@
+/* pkforge candidate ABI (binding: ../shared/DESIGN.md section 3).
+ *
+ * A candidate is one source file that includes only this header (plus CUDA,
+ * NCCL and standard headers) and exports pkf_run, optionally pkf_setup and
+ * pkf_teardown, with C linkage. The same layout serves both backends:
+ *   cuda: compiled by nvcc into a shared library; tensors hold device pointers;
+ *         `nccl` is an ncclComm_t; peer_scratch[r] / peer_flags[r] are device
+ *         pointers into rank r's memory mapped here (NVLink loads/stores, copy
+ *         engine and TMA all work on them).
+ *   host: compiled by g++; tensors hold host pointers; `nccl` is NULL;
+ *         peer_scratch / peer_flags point into one shared-memory segment
+ *         mapped by every rank process; `stream` is NULL (run synchronously).
+ * The harness allocates inputs and outputs, fresh for each trial.
+ */
+#ifndef PKFORGE_CANDIDATE_H_
+#define PKFORGE_CANDIDATE_H_
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum {
+  PKF_F32,
+  PKF_F16,
+  PKF_BF16,
+  PKF_F64,
+  PKF_I32,
+  PKF_I64,
+  PKF_U8,
+  PKF_FP8_E4M3
+} pkf_dtype;
+
+typedef struct {
+  void* data; /* device pointer (cuda) or host pointer (host); row-major, contiguous */
+  pkf_dtype dtype;
+  int32_t ndim;
+  int64_t shape[8];
+} pkf_tensor;
+
+typedef struct pkf_context {
+  int32_t rank, world_size, device, num_sms;
+  void* nccl;                   /* ncclComm_t on cuda, NULL on host */
+  void* const* peer_scratch;    /* [world_size] every rank's symmetric scratch, mapped here  */
+  uint64_t scratch_bytes;       /* per rank */
+  uint32_t* const* peer_flags;  /* [world_size] symmetric signal pads, zeroed before setup   */
+  uint64_t flag_count;
+  int (*barrier)(const struct pkf_context*); /* host-side barrier across all ranks            */
+  void* user_state;             /* free for the candidate; set in pkf_setup                  */
+} pkf_context;
+
+/* Required: enqueue the whole computation on `stream` (NULL on host: run
+   synchronously). Return 0 on success. All work must be done when `stream` is
+   synchronized: no other stream, thread or process may still be working on
+   outputs after that. */
+int pkf_run(pkf_context* ctx, const pkf_tensor* in, int32_t n_in, pkf_tensor* out, int32_t n_out,
+            void* stream);
+
+/* Optional, outside the timed region, before any input is known. */
+int pkf_setup(pkf_context* ctx);
+void pkf_teardown(pkf_context* ctx);
+
+/* Symbol types, for loaders (dlsym). */
+typedef int (*pkf_run_fn)(pkf_context*, const pkf_tensor*, int32_t, pkf_tensor*, int32_t, void*);
+typedef int (*pkf_setup_fn)(pkf_context*);
+typedef void (*pkf_teardown_fn)(pkf_context*);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* PKFORGE_CANDIDATE_H_ */
