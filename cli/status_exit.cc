@@ -6,6 +6,7 @@ namespace pkforge::cli {
 
 int ReportStatus(const std::string& command, const absl::Status& status) {
   if (status.ok()) return kExitOk;
+  std::fflush(stdout);  // keep what the command already printed before the error
   std::fprintf(stderr, "pkforge %s: %s\n", command.c_str(), std::string(status.message()).c_str());
   switch (status.code()) {
     case absl::StatusCode::kInvalidArgument:
