@@ -1,0 +1,194 @@
+#include "kernels/cuda/device_ops.h"
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include "kernels/harness/rng.h"
+#include "kernels/problems/common/host_math.h"
+
+namespace pkforge::kernels::cuda {
+namespace {
+
+constexpr int kThreads = 256;
+
+int Blocks(int64_t n) {
+  int64_t b = (n + kThreads - 1) / kThreads;
+  if (b < 1) b = 1;
+  return static_cast<int>(b > 4096 ? 4096 : b);
+}
+
+__device__ __forceinline__ double LoadD(const void* p, pkf_dtype dt, int64_t i) {
+  if (dt == PKF_F32) return static_cast<const float*>(p)[i];
+  const unsigned short u = static_cast<const unsigned short*>(p)[i];
+  if (dt == PKF_F16) return __half2float(__ushort_as_half(u));
+  return __bfloat162float(__ushort_as_bfloat16(u));
+}
+
+__device__ __forceinline__ uint32_t Bits(const void* p, pkf_dtype dt, int64_t i) {
+  return dt == PKF_F32 ? static_cast<const uint32_t*>(p)[i] : static_cast<const uint16_t*>(p)[i];
+}
+
+__global__ void GenKernel(void* dst, pkf_dtype dt, uint64_t key, int64_t n) {
+  for (int64_t e = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; e < n;
+       e += int64_t(gridDim.x) * blockDim.x) {
+    const float v = GenValue(key, static_cast<uint64_t>(e));
+    if (dt == PKF_F32) static_cast<float*>(dst)[e] = v;
+    else if (dt == PKF_F16) static_cast<__half*>(dst)[e] = __float2half_rn(v);
+    else static_cast<__nv_bfloat16*>(dst)[e] = __float2bfloat16_rn(v);
+  }
+}
+
+__global__ void PoisonKernel(void* dst, bool wide, uint32_t bits, int64_t n) {
+  for (int64_t e = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; e < n;
+       e += int64_t(gridDim.x) * blockDim.x) {
+    if (wide) static_cast<uint32_t*>(dst)[e] = bits;
+    else static_cast<uint16_t*>(dst)[e] = static_cast<uint16_t>(bits);
+  }
+}
+
+// words: 0 mismatches, 1 unwritten, 2 max_abs bits, 3 max_rel bits, 4 first index
+__global__ void CompareKernel(const void* actual, const void* expected, pkf_dtype dt, int64_t n,
+                              double atol, double rtol, uint32_t poison, unsigned long long* w) {
+  unsigned long long mism = 0, unwr = 0, first = ~0ull;
+  double max_abs = 0, max_rel = 0;
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    const double a = LoadD(actual, dt, i), e = LoadD(expected, dt, i);
+    const double err = fabs(a - e);
+    const bool ok = err <= atol + rtol * fabs(e);
+    if (Bits(actual, dt, i) == poison) ++unwr;
+    if (isfinite(err)) {
+      max_abs = fmax(max_abs, err);
+      if (e != 0) max_rel = fmax(max_rel, err / fabs(e));
+    } else {
+      max_abs = INFINITY;
+    }
+    if (!ok) {
+      if (mism++ == 0) first = static_cast<unsigned long long>(i);
+    }
+  }
+  if (mism) atomicAdd(&w[0], mism);
+  if (unwr) atomicAdd(&w[1], unwr);
+  // Non-negative doubles order like their bit patterns.
+  if (max_abs > 0) atomicMax(&w[2], static_cast<unsigned long long>(__double_as_longlong(max_abs)));
+  if (max_rel > 0) atomicMax(&w[3], static_cast<unsigned long long>(__double_as_longlong(max_rel)));
+  if (first != ~0ull) atomicMin(&w[4], first);
+}
+
+__global__ void DiffKernel(const unsigned char* a, const unsigned char* b, int64_t n,
+                           unsigned long long* w) {
+  unsigned long long d = 0;
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x)
+    d += a[i] != b[i];
+  if (d) atomicAdd(&w[0], d);
+}
+
+__global__ void DigestKernel(const uint16_t* p, int64_t n, unsigned long long* w) {
+  unsigned long long h = 0;
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x)
+    h += SplitMix64((static_cast<uint64_t>(i) << 16) ^ p[i]);
+  atomicAdd(&w[0], h);
+}
+
+cudaError_t ResetAndLaunchDone(const DeviceScratch& s, cudaStream_t stream) {
+  cudaError_t e = cudaMemcpyAsync(s.host, s.words, kScratchWords * sizeof(unsigned long long),
+                                  cudaMemcpyDeviceToHost, stream);
+  if (e != cudaSuccess) return e;
+  return cudaStreamSynchronize(stream);
+}
+
+cudaError_t Reset(const DeviceScratch& s, cudaStream_t stream) {
+  static const unsigned long long kInit[kScratchWords] = {0, 0, 0, 0, ~0ull, 0, 0, 0};
+  return cudaMemcpyAsync(s.words, kInit, sizeof kInit, cudaMemcpyHostToDevice, stream);
+}
+
+}  // namespace
+
+cudaError_t GenerateInput(void* dst, pkf_dtype dtype, uint64_t key, int64_t numel,
+                          cudaStream_t stream) {
+  if (numel <= 0) return cudaSuccess;
+  GenKernel<<<Blocks(numel), kThreads, 0, stream>>>(dst, dtype, key, numel);
+  return cudaGetLastError();
+}
+
+cudaError_t PoisonDevice(void* dst, pkf_dtype dtype, int64_t numel, uint32_t bits,
+                         cudaStream_t stream) {
+  if (numel <= 0) return cudaSuccess;
+  PoisonKernel<<<Blocks(numel), kThreads, 0, stream>>>(dst, dtype == PKF_F32, bits, numel);
+  return cudaGetLastError();
+}
+
+cudaError_t CreateScratch(DeviceScratch* s) {
+  cudaError_t e = cudaMalloc(&s->words, kScratchWords * sizeof(unsigned long long));
+  if (e != cudaSuccess) return e;
+  return cudaMallocHost(&s->host, kScratchWords * sizeof(unsigned long long));
+}
+
+cudaError_t CompareOutputs(const void* actual, const void* expected, pkf_dtype dtype,
+                           int64_t numel, double atol, double rtol, uint32_t poison_bits,
+                           const DeviceScratch& s, cudaStream_t stream, CheckRecord* out) {
+  *out = CheckRecord{};
+  out->elements = numel;
+  out->first_index = -1;
+  if (numel <= 0) return cudaSuccess;
+  cudaError_t e = Reset(s, stream);
+  if (e != cudaSuccess) return e;
+  CompareKernel<<<Blocks(numel), kThreads, 0, stream>>>(actual, expected, dtype, numel, atol,
+                                                        rtol, poison_bits, s.words);
+  if ((e = cudaGetLastError()) != cudaSuccess) return e;
+  if ((e = ResetAndLaunchDone(s, stream)) != cudaSuccess) return e;
+  out->mismatches = static_cast<int64_t>(s.host[0]);
+  out->unwritten = static_cast<int64_t>(s.host[1]);
+  double v;
+  memcpy(&v, &s.host[2], 8);
+  out->max_abs = v;
+  memcpy(&v, &s.host[3], 8);
+  out->max_rel = v;
+  if (out->mismatches > 0) {
+    out->first_index = static_cast<int64_t>(s.host[4]);
+    const int64_t es = pkf_dtype_size(dtype);
+    unsigned char a[4] = {0}, x[4] = {0};
+    e = cudaMemcpy(a, static_cast<const char*>(actual) + out->first_index * es, es,
+                   cudaMemcpyDeviceToHost);
+    if (e == cudaSuccess)
+      e = cudaMemcpy(x, static_cast<const char*>(expected) + out->first_index * es, es,
+                     cudaMemcpyDeviceToHost);
+    if (e != cudaSuccess) return e;
+    out->actual = pkf_load(a, dtype, 0);
+    out->expected = pkf_load(x, dtype, 0);
+  }
+  return cudaSuccess;
+}
+
+cudaError_t CountDiffBytes(const void* a, const void* b, int64_t bytes, const DeviceScratch& s,
+                           cudaStream_t stream, uint64_t* out) {
+  *out = 0;
+  if (bytes <= 0) return cudaSuccess;
+  cudaError_t e = Reset(s, stream);
+  if (e != cudaSuccess) return e;
+  DiffKernel<<<Blocks(bytes), kThreads, 0, stream>>>(static_cast<const unsigned char*>(a),
+                                                     static_cast<const unsigned char*>(b), bytes,
+                                                     s.words);
+  if ((e = cudaGetLastError()) != cudaSuccess) return e;
+  if ((e = ResetAndLaunchDone(s, stream)) != cudaSuccess) return e;
+  *out = s.host[0];
+  return cudaSuccess;
+}
+
+cudaError_t DigestBytes(const void* p, int64_t bytes, const DeviceScratch& s, cudaStream_t stream,
+                        uint64_t* out) {
+  *out = 0;
+  if (bytes <= 0) return cudaSuccess;
+  cudaError_t e = Reset(s, stream);
+  if (e != cudaSuccess) return e;
+  DigestKernel<<<Blocks(bytes / 2), kThreads, 0, stream>>>(static_cast<const uint16_t*>(p),
+                                                           bytes / 2, s.words);
+  if ((e = cudaGetLastError()) != cudaSuccess) return e;
+  if ((e = ResetAndLaunchDone(s, stream)) != cudaSuccess) return e;
+  *out = s.host[0];
+  return cudaSuccess;
+}
+
+}  // namespace pkforge::kernels::cuda

@@ -1,0 +1,45 @@
+// Device-side operations of the trusted cuda rank (kernels/cuda/rank_cuda.cc):
+// input generation (bit-identical to the host generator, harness/rng.h),
+// poisoning, on-device comparison, digests and byte diffs. All work is
+// enqueued on `stream`; functions returning a value synchronize it.
+// Thread safety: none needed (one rank = one thread).
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "kernels/harness/protocol.h"
+#include "pkforge/candidate.h"
+
+namespace pkforge::kernels::cuda {
+
+// dst[e] = round_to_dtype(GenValue(key, e)) for e < numel.
+cudaError_t GenerateInput(void* dst, pkf_dtype dtype, uint64_t key, int64_t numel,
+                          cudaStream_t stream);
+// Fills with PoisonBits(dtype).
+cudaError_t PoisonDevice(void* dst, pkf_dtype dtype, int64_t numel, uint32_t bits,
+                         cudaStream_t stream);
+
+// Scratch for the reductions below (one per rank process).
+struct DeviceScratch {
+  unsigned long long* words = nullptr;  // device, kScratchWords
+  unsigned long long* host = nullptr;   // pinned mirror
+};
+inline constexpr int kScratchWords = 8;
+cudaError_t CreateScratch(DeviceScratch* s);
+
+// The host Check semantics (rank.cc) on device: mismatches (|a-e| > atol +
+// rtol |e| or NaN), unwritten (poison bits), max abs/rel error, first
+// mismatch index; expected/actual at that index are read back here.
+cudaError_t CompareOutputs(const void* actual, const void* expected, pkf_dtype dtype,
+                           int64_t numel, double atol, double rtol, uint32_t poison_bits,
+                           const DeviceScratch& s, cudaStream_t stream, CheckRecord* out);
+// Number of bytes that differ.
+cudaError_t CountDiffBytes(const void* a, const void* b, int64_t bytes, const DeviceScratch& s,
+                           cudaStream_t stream, uint64_t* out);
+// Order-independent 64-bit digest of `bytes` (even) bytes.
+cudaError_t DigestBytes(const void* p, int64_t bytes, const DeviceScratch& s, cudaStream_t stream,
+                        uint64_t* out);
+
+}  // namespace pkforge::kernels::cuda

@@ -1,0 +1,493 @@
+// pkforge-cuda-rank: one rank process of the cuda backend, started only by the
+// judge (`pkforge-worker launch --backend cuda`), one per (side, rank).
+// Same roles, commands and threat model as the host rank (harness/rank.h,
+// kernels/README.md); what differs:
+//   - rank r uses GPU r; everything (inputs, outputs, scratch) is device memory.
+//   - ref:  generates rank r's inputs on its GPU (device_ops.cu, harness/rng.h)
+//           into its own allocation, copies them into the candidate rank's
+//           buffers through a CUDA IPC mapping of the candidate's allocation
+//           (handle published in the candidate side's data mailbox), runs the
+//           cuda reference (NCCL/cuBLAS, kernels/problems/*/reference_cuda.cu)
+//           on its own buffers and its own NCCL communicator, and compares on
+//           the device. Its memory is never exported.
+//   - cand: allocates its inputs/outputs (all slots) and exports them to
+//           reference rank r only by the IPC handle; dlopens the candidate.
+//   - both: symmetric scratch + signal pad per rank, exported with
+//           cudaIpcGetMemHandle into the side's control block and opened by
+//           every peer of the side; an NCCL communicator per side (rank 0
+//           draws the ncclUniqueId into the side's control block, peers read
+//           it after the side barrier); CUDA-event timing per call.
+// Single-threaded (plus the threads CUDA and NCCL create during setup).
+#include <cuda_runtime.h>
+#include <dlfcn.h>
+#include <nccl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "CLI/CLI.hpp"
+#include "fmt/format.h"
+#include "kernels/cuda/device_ops.h"
+#include "kernels/cuda/references.h"
+#include "kernels/harness/protocol.h"
+#include "kernels/harness/rank.h"
+#include "kernels/harness/rng.h"
+#include "kernels/harness/shm.h"
+
+namespace pkforge::kernels::cuda {
+namespace {
+
+SideControl* g_control = nullptr;
+int g_rank = 0;
+int g_world = 1;
+
+int HostBarrier(const pkf_context*) {
+  SideBarrierWait(g_control, g_rank, g_world);
+  return 0;
+}
+
+bool ReadFull(int fd, void* buf, size_t n) {
+  auto* p = static_cast<char*>(buf);
+  while (n > 0) {
+    ssize_t r = read(fd, p, n);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) return false;
+    p += r;
+    n -= static_cast<size_t>(r);
+  }
+  return true;
+}
+
+void WriteReply(Reply* r) {
+  r->magic = kMagic;
+  const char* p = reinterpret_cast<const char*>(r);
+  size_t n = sizeof(Reply);
+  while (n > 0) {
+    ssize_t w = write(kFdReply, p, n);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) _exit(3);
+    p += w;
+    n -= static_cast<size_t>(w);
+  }
+}
+
+int64_t AlignUp(int64_t v, int64_t a) { return (v + a - 1) / a * a; }
+
+// Sets rep->rc/message from a CUDA or NCCL error; returns true when failed.
+bool Failed(Reply* rep, cudaError_t e, const char* what) {
+  if (e == cudaSuccess) return false;
+  rep->rc = -10;
+  snprintf(rep->message, sizeof rep->message, "CUDA error in %s: %s (%s)", what,
+           cudaGetErrorName(e), cudaGetErrorString(e));
+  return true;
+}
+bool Failed(Reply* rep, ncclResult_t e, const char* what) {
+  if (e == ncclSuccess) return false;
+  rep->rc = -11;
+  snprintf(rep->message, sizeof rep->message, "NCCL error in %s: %s", what, ncclGetErrorString(e));
+  return true;
+}
+
+class CudaRank {
+ public:
+  explicit CudaRank(const RankOptions& o) : o_(o) {}
+
+  int Main() {
+    auto problem = FindProblem(o_.problem);
+    auto dtype = ParseDtype(o_.dtype);
+    if (!problem.ok() || !dtype.ok()) return Fail("bad problem/dtype");
+    problem_ = *problem;
+    dtype_ = *dtype;
+    auto dims = ResolveSize(*problem_, o_.dims, o_.world);
+    if (!dims.ok()) return Fail(std::string(dims.status().message()));
+    dims_ = *dims;
+    tol_ = problem_->tolerance(dims_, o_.world, dtype_);
+    g_rank = o_.rank;
+    g_world = o_.world;
+    ref_ = o_.role == "ref";
+    // This rank's tensors only, packed (the host layout places every rank's
+    // tensors in one shared segment; here each rank owns its allocation).
+    const DataLayout global = MakeLayout(*problem_, dims_, o_.world, dtype_, 1);
+    int64_t off = 0;
+    for (const auto* v : {&global.in[o_.rank], &global.out[o_.rank]}) {
+      std::vector<Placed>& mine = v == &global.in[o_.rank] ? in_ : out_;
+      for (Placed p : *v) {
+        p.offset = off;
+        off = AlignUp(off + p.bytes, 256);
+        mine.push_back(p);
+        if (v == &global.out[o_.rank]) out_bytes_ += p.bytes;
+      }
+    }
+    slot_bytes_ = AlignUp(std::max<int64_t>(off, 256), 4096);
+
+    auto ctl = MapSegment(kFdControl, sizeof(SideControl));
+    auto mailbox = MapSegment(kFdData, kCudaMailboxBytes);
+    if (!ctl.ok() || !mailbox.ok()) return Fail("mapping segments failed");
+    g_control = static_cast<SideControl*>(*ctl);
+    mailbox_ = static_cast<char*>(*mailbox);
+    if (ref_) {
+      auto peer = MapSegment(kFdPeerData, kCudaMailboxBytes);
+      if (!peer.ok()) return Fail("mapping the candidate mailbox failed");
+      peer_mailbox_ = static_cast<char*>(*peer);
+    }
+
+    Cmd cmd;
+    while (ReadFull(kFdCmd, &cmd, sizeof cmd)) {
+      if (cmd.magic != kMagic) return 4;
+      Reply rep;
+      std::memset(&rep, 0, sizeof rep);
+      rep.op = cmd.op;
+      const bool needs_slot = cmd.op != kOpSetup && cmd.op != kOpExit && cmd.op != kOpSync;
+      if ((needs_slot && static_cast<int>(cmd.slot) >= o_.slots) ||
+          (cmd.op != kOpSetup && cmd.op != kOpExit && !ready_)) {
+        rep.rc = -1;
+        snprintf(rep.message, sizeof rep.message, "bad command %u (slot %u)", cmd.op, cmd.slot);
+        WriteReply(&rep);
+        continue;
+      }
+      switch (cmd.op) {
+        case kOpSetup: Setup(&rep); break;
+        case kOpGen: Gen(cmd.slot, cmd.seed, &rep); break;
+        case kOpRun: Run(cmd.slot, &rep); break;
+        case kOpCheck: Check(cmd.slot, &rep); break;
+        case kOpDigest: Digest(cmd.slot, &rep); break;
+        case kOpSnapshot: Snapshot(cmd.slot, &rep); break;
+        case kOpSnapCompare: SnapCompare(cmd.slot, &rep); break;
+        case kOpPoison: Failed(&rep, PoisonOutputs(CandBase(), cmd.slot), "poison"); break;
+        case kOpSync: Failed(&rep, cudaDeviceSynchronize(), "device synchronize"); break;
+        case kOpExit:
+          if (teardown_ != nullptr && ready_) teardown_(&ctx_);
+          WriteReply(&rep);
+          fflush(nullptr);
+          _exit(0);
+        default: rep.rc = -2;
+      }
+      WriteReply(&rep);
+    }
+    return 0;
+  }
+
+ private:
+  int Fail(const std::string& why) {
+    fmt::print(stderr, "cuda rank {} ({}): {}\n", o_.rank, o_.role, why);
+    return 2;
+  }
+
+  char* Base() const { return data_; }
+  // The candidate's buffers: mapped by IPC in the reference rank.
+  char* CandBase() const { return ref_ ? cand_data_ : data_; }
+
+  void Setup(Reply* rep) {
+    if (Failed(rep, cudaSetDevice(o_.rank), "cudaSetDevice")) return;
+    if (Failed(rep, cudaFree(nullptr), "context creation")) return;
+    int sms = 0;
+    cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, o_.rank);
+    if (Failed(rep, cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "stream")) return;
+    if (Failed(rep, cudaEventCreate(&start_), "event") || Failed(rep, cudaEventCreate(&stop_), "event"))
+      return;
+    if (Failed(rep, CreateScratch(&scratch_), "scratch")) return;
+    if (Failed(rep, cudaMalloc(&data_, static_cast<size_t>(slot_bytes_) * o_.slots), "cudaMalloc data"))
+      return;
+    if (!ref_) {
+      // Export the candidate's inputs/outputs to reference rank r (mailbox).
+      cudaIpcMemHandle_t h;
+      if (Failed(rep, cudaIpcGetMemHandle(&h, data_), "cudaIpcGetMemHandle data")) return;
+      std::memcpy(mailbox_ + o_.rank * 64, &h, sizeof h);
+    } else {
+      if (Failed(rep, cudaMalloc(&snapshot_, std::max<int64_t>(out_bytes_, 256)), "snapshot")) return;
+    }
+    // Symmetric scratch + signal pad, zeroed, exported to the side's peers.
+    const size_t pad = o_.flag_count * sizeof(uint32_t);
+    if (Failed(rep, cudaMalloc(&scratch_mem_, o_.scratch_bytes + pad), "cudaMalloc scratch")) return;
+    if (Failed(rep, cudaMemset(scratch_mem_, 0, o_.scratch_bytes + pad), "memset scratch")) return;
+    cudaIpcMemHandle_t sh;
+    if (Failed(rep, cudaIpcGetMemHandle(&sh, scratch_mem_), "cudaIpcGetMemHandle scratch")) return;
+    std::memcpy(g_control->ipc_scratch[o_.rank], &sh, sizeof sh);
+    ncclUniqueId id;
+    if (o_.rank == 0) {
+      if (Failed(rep, ncclGetUniqueId(&id), "ncclGetUniqueId")) return;
+      std::memcpy(g_control->nccl_id, &id, sizeof id);
+    }
+    SideBarrierWait(g_control, o_.rank, o_.world);  // handles and id published
+    std::memcpy(&id, g_control->nccl_id, sizeof id);
+    for (int r = 0; r < o_.world; ++r) {
+      void* p = scratch_mem_;
+      if (r != o_.rank) {
+        cudaIpcMemHandle_t h;
+        std::memcpy(&h, g_control->ipc_scratch[r], sizeof h);
+        if (Failed(rep, cudaIpcOpenMemHandle(&p, h, cudaIpcMemLazyEnablePeerAccess),
+                   "cudaIpcOpenMemHandle scratch"))
+          return;
+      }
+      scratch_ptrs_.push_back(p);
+      flag_ptrs_.push_back(reinterpret_cast<uint32_t*>(static_cast<char*>(p) + o_.scratch_bytes));
+    }
+    if (Failed(rep, ncclCommInitRank(&comm_, o_.world, id, o_.rank), "ncclCommInitRank")) return;
+    // One tiny collective so NCCL connects now (its threads then exist before
+    // the judge takes the thread baseline; with NCCL_RUNTIME_CONNECT=0 too).
+    if (Failed(rep, ncclAllReduce(scratch_mem_, scratch_mem_, 1, ncclFloat32, ncclSum, comm_, stream_),
+               "warm-up allreduce") ||
+        Failed(rep, cudaStreamSynchronize(stream_), "warm-up") ||
+        Failed(rep, cudaMemset(scratch_mem_, 0, 16), "memset scratch"))
+      return;
+    SideBarrierWait(g_control, o_.rank, o_.world);
+
+    ctx_.rank = o_.rank;
+    ctx_.world_size = o_.world;
+    ctx_.device = o_.rank;
+    ctx_.num_sms = sms;
+    ctx_.nccl = comm_;
+    ctx_.peer_scratch = scratch_ptrs_.data();
+    ctx_.scratch_bytes = o_.scratch_bytes;
+    ctx_.peer_flags = flag_ptrs_.data();
+    ctx_.flag_count = o_.flag_count;
+    ctx_.barrier = &HostBarrier;
+    ctx_.user_state = nullptr;
+
+    pkf_setup_fn setup = nullptr;
+    if (ref_) {
+      const CudaReference* r = FindCudaReference(o_.problem);
+      if (r == nullptr) {
+        rep->rc = -1;
+        snprintf(rep->message, sizeof rep->message, "no cuda reference for %s", o_.problem.c_str());
+        return;
+      }
+      run_ = r->run;
+      setup = r->setup;
+      teardown_ = r->teardown;
+    } else {
+      void* h = dlopen(o_.candidate.c_str(), RTLD_NOW | RTLD_LOCAL);
+      if (h == nullptr) {
+        rep->rc = -1;
+        snprintf(rep->message, sizeof rep->message, "dlopen: %s", dlerror());
+        return;
+      }
+      run_ = reinterpret_cast<pkf_run_fn>(dlsym(h, "pkf_run"));
+      setup = reinterpret_cast<pkf_setup_fn>(dlsym(h, "pkf_setup"));
+      teardown_ = reinterpret_cast<pkf_teardown_fn>(dlsym(h, "pkf_teardown"));
+      if (run_ == nullptr) {
+        rep->rc = -1;
+        snprintf(rep->message, sizeof rep->message, "candidate does not export pkf_run");
+        return;
+      }
+    }
+    if (setup != nullptr) {
+      g_control->in_run[o_.rank].store(1);
+      rep->rc = setup(&ctx_);
+      g_control->in_run[o_.rank].store(0);
+      if (rep->rc != 0) {
+        snprintf(rep->message, sizeof rep->message, "pkf_setup returned %d", rep->rc);
+        return;
+      }
+      if (Failed(rep, cudaDeviceSynchronize(), "pkf_setup")) return;
+    }
+    ready_ = true;
+    if (ref_ && o_.rank == 0) {
+      int rt = 0, nv = 0;
+      cudaRuntimeGetVersion(&rt);
+      ncclGetVersion(&nv);
+      snprintf(rep->message, sizeof rep->message, "cudart=%d.%d nccl=%d.%d.%d", rt / 1000,
+               (rt % 1000) / 10, nv / 10000, (nv / 100) % 100, nv % 100);
+    }
+  }
+
+  // The reference rank opens the candidate's allocation on first use (the
+  // candidate ranks have exported it by then: the judge sets up both sides
+  // before any other command).
+  bool EnsureCandData(Reply* rep) {
+    if (!ref_ || cand_data_ != nullptr) return true;
+    cudaIpcMemHandle_t h;
+    std::memcpy(&h, peer_mailbox_ + o_.rank * 64, sizeof h);
+    void* p = nullptr;
+    if (Failed(rep, cudaIpcOpenMemHandle(&p, h, cudaIpcMemLazyEnablePeerAccess),
+               "opening the candidate's buffers"))
+      return false;
+    cand_data_ = static_cast<char*>(p);
+    return true;
+  }
+
+  char* At(char* base, int slot, const Placed& p) const {
+    return base + static_cast<int64_t>(slot) * slot_bytes_ + p.offset;
+  }
+
+  cudaError_t PoisonOutputs(char* base, int slot) {
+    if (base == nullptr) return cudaErrorInvalidValue;
+    for (const Placed& p : out_) {
+      cudaError_t e = PoisonDevice(At(base, slot, p), dtype_, p.numel, PoisonBits(dtype_), stream_);
+      if (e != cudaSuccess) return e;
+    }
+    return cudaStreamSynchronize(stream_);
+  }
+
+  void Gen(int slot, uint64_t seed, Reply* rep) {
+    if (!EnsureCandData(rep)) return;
+    for (size_t i = 0; i < in_.size(); ++i) {
+      const Placed& p = in_[i];
+      const uint64_t key =
+          StreamKey(seed, p.desc.replicated ? kReplicatedRank : o_.rank, static_cast<uint32_t>(i));
+      if (Failed(rep, GenerateInput(At(data_, slot, p), dtype_, key, p.numel, stream_), "generate") ||
+          Failed(rep, cudaMemcpyAsync(At(cand_data_, slot, p), At(data_, slot, p), p.bytes,
+                                      cudaMemcpyDeviceToDevice, stream_),
+                 "copy inputs to the candidate"))
+        return;
+    }
+    if (Failed(rep, PoisonOutputs(data_, slot), "poison")) return;
+    Failed(rep, PoisonOutputs(cand_data_, slot), "poison candidate outputs");
+  }
+
+  void Tensors(char* base, int slot, std::vector<pkf_tensor>* in, std::vector<pkf_tensor>* out) {
+    auto fill = [&](const std::vector<Placed>& v, std::vector<pkf_tensor>* t) {
+      for (const Placed& p : v) {
+        pkf_tensor x;
+        std::memset(&x, 0, sizeof x);
+        x.data = At(base, slot, p);
+        x.dtype = dtype_;
+        x.ndim = static_cast<int32_t>(p.desc.shape.size());
+        for (size_t d = 0; d < p.desc.shape.size() && d < 8; ++d) x.shape[d] = p.desc.shape[d];
+        t->push_back(x);
+      }
+    };
+    fill(in_, in);
+    fill(out_, out);
+  }
+
+  void Run(int slot, Reply* rep) {
+    std::vector<pkf_tensor> in, out;
+    Tensors(data_, slot, &in, &out);
+    SideBarrierWait(g_control, o_.rank, o_.world);
+    g_control->in_run[o_.rank].store(1);
+    const int64_t t0 = MonotonicNs();
+    cudaEventRecord(start_, stream_);
+    rep->rc = run_(&ctx_, in.data(), static_cast<int32_t>(in.size()), out.data(),
+                   static_cast<int32_t>(out.size()), stream_);
+    cudaError_t e = cudaEventRecord(stop_, stream_);
+    if (e == cudaSuccess) e = cudaEventSynchronize(stop_);
+    g_control->in_run[o_.rank].store(0);
+    float ms = 0;
+    if (e == cudaSuccess) e = cudaEventElapsedTime(&ms, start_, stop_);
+    // Reported interval: host start + device (event) time; the judge checks
+    // it against its own wall clock (kernels/README.md).
+    rep->t0_ns = t0;
+    rep->t1_ns = t0 + static_cast<int64_t>(static_cast<double>(ms) * 1e6);
+    if (rep->rc != 0) {
+      snprintf(rep->message, sizeof rep->message, "pkf_run returned %d", rep->rc);
+      return;
+    }
+    if (Failed(rep, e, "pkf_run")) return;
+    if (ref_) Failed(rep, cudaDeviceSynchronize(), "reference");
+  }
+
+  void Check(int slot, Reply* rep) {
+    if (!EnsureCandData(rep)) return;
+    for (const Placed& p : in_) {
+      uint64_t d = 0;
+      if (Failed(rep, CountDiffBytes(At(cand_data_, slot, p), At(data_, slot, p), p.bytes, scratch_,
+                                     stream_, &d),
+                 "input comparison"))
+        return;
+      rep->input_diff += d;
+    }
+    rep->n_checks = static_cast<uint32_t>(std::min<size_t>(out_.size(), kMaxOutputs));
+    for (uint32_t o = 0; o < rep->n_checks; ++o) {
+      const Placed& p = out_[o];
+      if (Failed(rep, CompareOutputs(At(cand_data_, slot, p), At(data_, slot, p), dtype_, p.numel,
+                                     tol_.atol, tol_.rtol, PoisonBits(dtype_), scratch_, stream_,
+                                     &rep->checks[o]),
+                 "output comparison"))
+        return;
+    }
+  }
+
+  void Digest(int slot, Reply* rep) {
+    if (!EnsureCandData(rep)) return;
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (const Placed& p : out_) {
+      uint64_t d = 0;
+      if (Failed(rep, DigestBytes(At(cand_data_, slot, p), p.bytes, scratch_, stream_, &d), "digest"))
+        return;
+      h = h * 0x100000001b3ull ^ d;
+    }
+    rep->value = h;
+  }
+
+  void Snapshot(int slot, Reply* rep) {
+    if (!EnsureCandData(rep)) return;
+    int64_t off = 0;
+    for (const Placed& p : out_) {
+      if (Failed(rep, cudaMemcpyAsync(snapshot_ + off, At(cand_data_, slot, p), p.bytes,
+                                      cudaMemcpyDeviceToDevice, stream_),
+                 "snapshot"))
+        return;
+      off += p.bytes;
+    }
+    Failed(rep, cudaStreamSynchronize(stream_), "snapshot");
+  }
+
+  void SnapCompare(int slot, Reply* rep) {
+    if (!EnsureCandData(rep)) return;
+    int64_t off = 0;
+    for (const Placed& p : out_) {
+      uint64_t d = 0;
+      if (Failed(rep, CountDiffBytes(At(cand_data_, slot, p), snapshot_ + off, p.bytes, scratch_,
+                                     stream_, &d),
+                 "snapshot comparison"))
+        return;
+      rep->value += d;
+      off += p.bytes;
+    }
+  }
+
+  RankOptions o_;
+  bool ref_ = false;
+  bool ready_ = false;
+  const Problem* problem_ = nullptr;
+  pkf_dtype dtype_ = PKF_F32;
+  Dims dims_;
+  Tolerance tol_;
+  std::vector<Placed> in_, out_;
+  int64_t slot_bytes_ = 0;
+  int64_t out_bytes_ = 0;
+  char* mailbox_ = nullptr;
+  char* peer_mailbox_ = nullptr;
+  char* data_ = nullptr;       // device: this rank's inputs/outputs, all slots
+  char* cand_data_ = nullptr;  // ref: the candidate rank's allocation (IPC)
+  char* snapshot_ = nullptr;   // ref: device copy of candidate outputs
+  void* scratch_mem_ = nullptr;
+  cudaStream_t stream_ = nullptr;
+  cudaEvent_t start_ = nullptr, stop_ = nullptr;
+  DeviceScratch scratch_;
+  ncclComm_t comm_ = nullptr;
+  std::vector<void*> scratch_ptrs_;
+  std::vector<uint32_t*> flag_ptrs_;
+  pkf_context ctx_{};
+  pkf_run_fn run_ = nullptr;
+  pkf_teardown_fn teardown_ = nullptr;
+};
+
+}  // namespace
+}  // namespace pkforge::kernels::cuda
+
+int main(int argc, char** argv) {
+  using pkforge::kernels::RankOptions;
+  CLI::App app{"pkforge-cuda-rank: one rank of the cuda backend (started by pkforge-worker launch)"};
+  app.require_subcommand(1);
+  RankOptions ro;
+  auto* rank = app.add_subcommand("rank", "one rank process");
+  rank->add_option("--role", ro.role)->required();
+  rank->add_option("--rank", ro.rank)->required();
+  rank->add_option("--world-size", ro.world)->required();
+  rank->add_option("--problem", ro.problem)->required();
+  rank->add_option("--dtype", ro.dtype)->required();
+  rank->add_option("--dims", ro.dims)->required();
+  rank->add_option("--slots", ro.slots)->required();
+  rank->add_option("--scratch-bytes", ro.scratch_bytes)->required();
+  rank->add_option("--flag-count", ro.flag_count)->required();
+  rank->add_option("--candidate", ro.candidate);
+  CLI11_PARSE(app, argc, argv);
+  pkforge::kernels::cuda::CudaRank r(ro);
+  return r.Main();
+}

@@ -1,0 +1,250 @@
+// End-to-end tests of the host backend: the real pkforge-worker binary
+// evaluates candidates compiled at test-build time (kernels/CMakeLists.txt).
+#include <sys/wait.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <string>
+
+#include "fmt/format.h"
+#include "gtest/gtest.h"
+#include "google/protobuf/util/json_util.h"
+#include "kernels/harness/cuda_probe.h"
+#include "kernels/harness/problem.h"
+#include "pkforge/v1/common.pb.h"
+
+namespace pkforge::kernels {
+namespace {
+
+using Result = pkforge::v1::EvaluationResult;
+
+struct Launched {
+  int exit_code = -1;
+  double seconds = 0;
+  Result result;
+  std::string raw;
+};
+
+Launched Launch(const std::string& problem, const std::string& candidate, int world,
+                const std::string& extra = "", const std::string& dtype = "bf16") {
+  const std::string cmd = fmt::format(
+      "{} launch --problem {} --backend host --world-size {} --dtype {} --size tiny --trials 2 "
+      "--warmup 2 --iters 6 {} --json {} {}/{}.so",
+      PKF_WORKER, problem, world, dtype,
+      extra.find("--timeout") == std::string::npos ? "--timeout 30" : "", extra, PKF_CANDIDATES,
+      candidate);
+  Launched l;
+  const auto t0 = std::chrono::steady_clock::now();
+  FILE* f = popen(cmd.c_str(), "r");
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, f)) > 0) l.raw.append(buf, n);
+  const int st = pclose(f);
+  l.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  l.exit_code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  auto s = google::protobuf::util::JsonStringToMessage(l.raw, &l.result);
+  EXPECT_TRUE(s.ok()) << cmd << "\n" << l.raw;
+  return l;
+}
+
+const pkforge::v1::CheatCheck* FindCheck(const Result& r, const std::string& name) {
+  for (const auto& c : r.cheat_checks())
+    if (c.check() == name) return &c;
+  return nullptr;
+}
+
+std::string Describe(const Launched& l) { return l.raw.substr(0, 3000); }
+
+TEST(HostEval, EveryNaiveCandidateIsOkAtWorldSizes1To8) {
+  const char* dtypes[] = {"bf16", "f16", "f32"};
+  int k = 0;
+  for (const Problem* p : Problems()) {
+    for (int w : {1, 2, 3, 4, 8}) {
+      const std::string dt = dtypes[k++ % 3];
+      Launched l = Launch(std::string(p->name), "naive_host_" + std::string(p->name), w, "", dt);
+      ASSERT_EQ(l.result.status(), Result::OK) << p->name << " w=" << w << " " << dt << "\n"
+                                               << Describe(l);
+      EXPECT_EQ(l.exit_code, 0);
+      EXPECT_EQ(l.result.correctness().trials_passed(), 2);
+      EXPECT_EQ(l.result.candidate().samples(), 6);
+      EXPECT_TRUE(l.result.has_speedup());
+      EXPECT_GT(l.result.roofline().roofline_us(), 0);
+      for (const char* c : {"timed_output_reverify", "input_mutation", "outlived_call",
+                            "poison_unwritten", "determinism", "wallclock_crosscheck",
+                            "reference_isolation", "static_scan", "speedup_plausibility"}) {
+        const auto* chk = FindCheck(l.result, c);
+        ASSERT_NE(chk, nullptr) << c;
+        if (!chk->flag_only()) {
+          EXPECT_TRUE(chk->passed()) << p->name << " " << c << ": " << chk->detail();
+        }
+      }
+    }
+  }
+}
+
+TEST(HostEval, PerturbedOutputIsWrongOutputWithDetails) {
+  for (const Problem* p : Problems()) {
+    for (int w : {1, 3}) {
+      Launched l = Launch(std::string(p->name), "wrong_perturb_" + std::string(p->name), w, "", "f32");
+      ASSERT_EQ(l.result.status(), Result::WRONG_OUTPUT) << p->name << "\n" << Describe(l);
+      ASSERT_GE(l.result.correctness().checks_size(), 1);
+      const auto& c = l.result.correctness().checks(0);
+      const bool root_only = p->name == "reduce" || p->name == "gather";
+      EXPECT_EQ(c.rank(), root_only ? 0 : w - 1) << p->name;
+      EXPECT_EQ(c.trial(), 0);
+      EXPECT_EQ(c.mismatches(), 1) << p->name;
+      EXPECT_EQ(c.first_mismatch_index(), c.elements() / 2) << p->name;
+      EXPECT_NEAR(c.actual() - c.expected(), 0.5, 1e-4) << p->name;
+      EXPECT_FALSE(c.unwritten());
+      EXPECT_EQ(c.first_mismatch_coords_size(), 2);
+      EXPECT_NE(l.result.message().find("expected"), std::string::npos);
+    }
+  }
+}
+
+TEST(HostEval, UnwrittenOutputIsDetectedByPoison) {
+  for (const Problem* p : Problems()) {
+    Launched l = Launch(std::string(p->name), "wrong_unwritten_" + std::string(p->name), 2);
+    ASSERT_EQ(l.result.status(), Result::WRONG_OUTPUT) << p->name << "\n" << Describe(l);
+    const auto& c = l.result.correctness().checks(0);
+    EXPECT_TRUE(c.unwritten());
+    EXPECT_EQ(c.first_mismatch_index(), c.elements() - 1);
+    EXPECT_TRUE(std::isnan(c.actual()));
+    const auto* chk = FindCheck(l.result, "poison_unwritten");
+    ASSERT_NE(chk, nullptr);
+    EXPECT_FALSE(chk->passed());
+  }
+}
+
+TEST(HostEval, CrashOnOneRankIsRuntimeErrorNamingTheRank) {
+  Launched l = Launch("allreduce", "cheat_crash_rank", 3);
+  ASSERT_EQ(l.result.status(), Result::RUNTIME_ERROR) << Describe(l);
+  ASSERT_GE(l.result.failures_size(), 1);
+  EXPECT_EQ(l.result.failures(0).rank(), 2);
+  EXPECT_EQ(l.result.failures(0).signal(), 11);
+  EXPECT_EQ(l.result.failures(0).phase(), pkforge::v1::PHASE_CORRECTNESS);
+  EXPECT_NE(l.result.message().find("candidate rank 2"), std::string::npos);
+}
+
+TEST(HostEval, DeadlockIsTimeoutNamingPhaseAndStuckRank) {
+  Launched l = Launch("allreduce", "cheat_deadlock", 3, "--timeout 2");
+  ASSERT_EQ(l.result.status(), Result::TIMEOUT) << Describe(l);
+  EXPECT_EQ(l.result.timeout().phase(), pkforge::v1::PHASE_CORRECTNESS);
+  ASSERT_EQ(l.result.timeout().stuck_ranks_size(), 1);
+  EXPECT_EQ(l.result.timeout().stuck_ranks(0), 2);
+  EXPECT_TRUE(l.result.timeout().deadlock());
+  EXPECT_LT(l.seconds, 10);  // bounded: everything killed and reaped
+}
+
+TEST(HostEval, SetupFailureIsSetupError) {
+  Launched l = Launch("allreduce", "cheat_setup_fails", 2);
+  EXPECT_EQ(l.result.status(), Result::SETUP_ERROR) << Describe(l);
+}
+
+TEST(HostEval, CachingByPointerIsCaught) {
+  Launched l = Launch("allreduce", "cheat_cache_by_pointer", 2);
+  ASSERT_EQ(l.result.status(), Result::CHEAT_DETECTED) << Describe(l);
+  const auto* c = FindCheck(l.result, "timed_output_reverify");
+  ASSERT_NE(c, nullptr);
+  EXPECT_FALSE(c->passed());
+}
+
+TEST(HostEval, CachingByContentNeverHits) {
+  // The candidate returns 99 if it ever sees input contents twice.
+  Launched l = Launch("allreduce", "cheat_cache_by_content", 2);
+  EXPECT_EQ(l.result.status(), Result::OK) << Describe(l);
+}
+
+TEST(HostEval, WorkInDetachedThreadIsCaught) {
+  Launched l = Launch("allreduce", "cheat_detached_thread", 2);
+  ASSERT_EQ(l.result.status(), Result::CHEAT_DETECTED) << Describe(l);
+  const auto* c = FindCheck(l.result, "outlived_call");
+  ASSERT_NE(c, nullptr);
+  EXPECT_FALSE(c->passed());
+}
+
+TEST(HostEval, DoingNothingAfterWarmupIsCaught) {
+  Launched l = Launch("allreduce", "cheat_lazy_after_warmup", 2);
+  ASSERT_EQ(l.result.status(), Result::CHEAT_DETECTED) << Describe(l);
+  const auto* c = FindCheck(l.result, "timed_output_reverify");
+  ASSERT_NE(c, nullptr);
+  EXPECT_FALSE(c->passed());
+}
+
+TEST(HostEval, MutatingInputsIsCaught) {
+  Launched l = Launch("allreduce", "cheat_mutate_inputs", 2);
+  ASSERT_EQ(l.result.status(), Result::CHEAT_DETECTED) << Describe(l);
+  const auto* c = FindCheck(l.result, "input_mutation");
+  ASSERT_NE(c, nullptr);
+  EXPECT_FALSE(c->passed());
+}
+
+TEST(HostEval, ForgedTimingIsCaughtByTheJudgesClock) {
+  Launched l = Launch("allreduce", "cheat_forge_timing", 2);
+  ASSERT_EQ(l.result.status(), Result::CHEAT_DETECTED) << Describe(l);
+  const auto* c = FindCheck(l.result, "wallclock_crosscheck");
+  ASSERT_NE(c, nullptr);
+  EXPECT_FALSE(c->passed());
+}
+
+TEST(HostEval, SecretsAreNotInTheCandidateProcess) {
+  const std::string seeds = ::testing::TempDir() + "/seeds.txt";
+  Launched l = Launch("allreduce", "cheat_scan_secrets", 2, "--reveal-seeds-after " + seeds, "f32");
+  // 97: it found a seed or reference outputs; 98: its scanner failed the positive control.
+  EXPECT_EQ(l.result.status(), Result::OK) << Describe(l);
+  std::ifstream f(seeds);
+  int n = 0;
+  std::string line;
+  while (std::getline(f, line)) ++n;
+  EXPECT_GT(n, 2);  // the seeds existed (in the judge and reference ranks only)
+  const auto* c = FindCheck(l.result, "reference_isolation");
+  ASSERT_NE(c, nullptr);
+  EXPECT_TRUE(c->passed());
+}
+
+TEST(HostEval, ForbiddenCallIsFlaggedNotFailed) {
+  Launched l = Launch("allreduce", "cheat_forbidden_call", 1, "--forbid sched_yield,ncclAllReduce");
+  ASSERT_EQ(l.result.status(), Result::OK) << Describe(l);
+  const auto* c = FindCheck(l.result, "static_scan");
+  ASSERT_NE(c, nullptr);
+  EXPECT_FALSE(c->passed());
+  EXPECT_TRUE(c->flag_only());
+  EXPECT_NE(c->detail().find("sched_yield"), std::string::npos);
+  EXPECT_EQ(c->detail().find("ncclAllReduce"), std::string::npos);
+}
+
+TEST(CudaBackend, NoGpuIsAClearErrorNotACrash) {
+  if (ProbeCudaDevices().ok()) GTEST_SKIP() << "a GPU is usable here (kernels_gpu_test covers cuda)";
+  const std::string cmd = fmt::format(
+      "{} launch --problem allreduce --backend cuda --world-size 1 --size tiny {}/naive_host_allreduce.so 2>&1",
+      PKF_WORKER, PKF_CANDIDATES);
+  FILE* f = popen(cmd.c_str(), "r");
+  std::string raw;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, f)) > 0) raw.append(buf, n);
+  const int st = pclose(f);
+  ASSERT_TRUE(WIFEXITED(st)) << raw;  // not killed by a signal
+  EXPECT_EQ(WEXITSTATUS(st), 2) << raw;  // invalid request, like any unusable backend
+  EXPECT_NE(raw.find("backend cuda"), std::string::npos) << raw;
+  EXPECT_TRUE(raw.find("no usable GPU") != std::string::npos ||
+              raw.find("not available in this build") != std::string::npos) << raw;
+}
+
+TEST(HostEval, ListPrintsTheRegistry) {
+  FILE* f = popen(fmt::format("{} list --json", PKF_WORKER).c_str(), "r");
+  std::string raw;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, f)) > 0) raw.append(buf, n);
+  EXPECT_EQ(pclose(f), 0);
+  pkforge::v1::ListProblemsResponse resp;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(raw, &resp).ok());
+  EXPECT_EQ(resp.problems_size(), 12);
+  EXPECT_NE(resp.problems(0).statement_markdown().find("allreduce"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace pkforge::kernels

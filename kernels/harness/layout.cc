@@ -1,0 +1,63 @@
+#include <cstring>
+
+#include "kernels/harness/protocol.h"
+#include "kernels/problems/common/host_math.h"
+
+namespace pkforge::kernels {
+
+namespace {
+int64_t AlignUp(int64_t v, int64_t a) { return (v + a - 1) / a * a; }
+}  // namespace
+
+DataLayout MakeLayout(const Problem& p, const Dims& dims, int world, pkf_dtype dtype, int slots) {
+  DataLayout l;
+  l.world = world;
+  l.slots = slots;
+  l.elem_bytes = DtypeSize(dtype);
+  l.in.resize(world);
+  l.out.resize(world);
+  int64_t off = 0;
+  for (int r = 0; r < world; ++r) {
+    RankSpec s = p.spec(dims, world, r);
+    int64_t rank_bytes = 0;
+    auto place = [&](const TensorDesc& d, std::vector<Placed>* v) {
+      Placed pl;
+      pl.desc = d;
+      pl.numel = 1;
+      for (int64_t x : d.shape) pl.numel *= x;
+      pl.bytes = pl.numel * l.elem_bytes;
+      pl.offset = off;
+      off = AlignUp(off + pl.bytes, 256);
+      rank_bytes += pl.bytes;
+      v->push_back(pl);
+    };
+    for (const auto& d : s.in) place(d, &l.in[r]);
+    for (const auto& d : s.out) place(d, &l.out[r]);
+    l.max_rank_bytes = std::max(l.max_rank_bytes, rank_bytes);
+  }
+  l.slot_bytes = AlignUp(off, 4096);
+  l.total_bytes = l.slot_bytes * slots;
+  return l;
+}
+
+uint32_t PoisonBits(pkf_dtype dtype) {
+  switch (dtype) {
+    case PKF_F32: return 0x7fbadbadu;  // signalling NaN with a payload no arithmetic produces
+    case PKF_F16: return 0x7d5au;
+    case PKF_BF16: return 0x7fadu;
+    default: return 0xa5a5a5a5u;
+  }
+}
+
+void PoisonBuffer(void* data, int64_t numel, pkf_dtype dtype) {
+  const uint32_t bits = PoisonBits(dtype);
+  if (dtype == PKF_F32) {
+    auto* p = static_cast<uint32_t*>(data);
+    for (int64_t i = 0; i < numel; ++i) p[i] = bits;
+  } else {
+    auto* p = static_cast<uint16_t*>(data);
+    for (int64_t i = 0; i < numel; ++i) p[i] = static_cast<uint16_t>(bits);
+  }
+}
+
+}  // namespace pkforge::kernels

@@ -1,0 +1,94 @@
+// The problem plug-in interface (nccl-tests style) and the registry.
+//
+// A problem is trusted code: one `Problem` value of plain data and function
+// pointers, defined in kernels/problems/<name>/spec.cc and listed in
+// registry.cc. The harness never special-cases a problem by name; everything
+// it needs (shapes per rank, which tensors are replicated, tolerances, cost
+// model, host reference) comes from here.
+//
+// Thread safety: the registry is built once (function-local static) and is
+// immutable afterwards; every function here is pure.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "pkforge/candidate.h"
+
+namespace pkforge::kernels {
+
+using Dims = std::map<std::string, int64_t>;
+
+struct TensorDesc {
+  std::string name;
+  std::vector<int64_t> shape;
+  bool replicated = false;  // generated identically on every rank (inputs only)
+};
+
+// Tensors of one rank; the dtype is the evaluation's dtype for every tensor.
+struct RankSpec {
+  std::vector<TensorDesc> in;
+  std::vector<TensorDesc> out;
+};
+
+struct Tolerance {
+  double atol = 0;
+  double rtol = 0;
+};
+
+// Per-rank cost of one call (the busiest rank), nccl-tests conventions.
+struct Cost {
+  double alg_bytes = 0;           // "size" of the collective for algbw = size / time
+  double bus_factor = 1;          // busbw = algbw * bus_factor
+  double interconnect_bytes = 0;  // bytes that must cross the interconnect, per rank
+  double hbm_bytes = 0;           // memory traffic, per rank
+  double flops = 0;               // per rank
+};
+
+struct Problem {
+  std::string_view name;
+  std::string_view category;  // collective | tp-fusion | ...
+  std::vector<std::string> dims;
+  Dims tiny;
+  Dims default_size;
+  int min_world = 1;
+  int max_world = 8;
+  std::vector<pkf_dtype> dtypes = {PKF_BF16, PKF_F16, PKF_F32};
+  std::vector<std::string> forbidden_calls;  // flagged by the static scan
+  // Returns an error when `dims` cannot be used at `world` (divisibility...).
+  absl::Status (*validate)(const Dims& dims, int world) = nullptr;
+  RankSpec (*spec)(const Dims& dims, int world, int rank) = nullptr;
+  Tolerance (*tolerance)(const Dims& dims, int world, pkf_dtype dtype) = nullptr;
+  Cost (*cost)(const Dims& dims, int world, int64_t elem_bytes) = nullptr;
+  // Host reference with the candidate ABI (reference_host.cc compiled into the
+  // worker under a renamed symbol). It is also the oracle for the cuda side.
+  pkf_run_fn host_reference = nullptr;
+};
+
+// All registered problems, in registry order.
+const std::vector<const Problem*>& Problems();
+absl::StatusOr<const Problem*> FindProblem(std::string_view name);
+
+// prompt.md and reference_host.cc of a problem, embedded at build time.
+std::string_view ProblemPrompt(std::string_view name);
+std::string_view ProblemReferenceSource(std::string_view name);
+
+// "tiny" | "default" | "K=V,K=V" (overrides on top of default).
+absl::StatusOr<Dims> ResolveSize(const Problem& p, std::string_view size, int world);
+std::string DimsToString(const Dims& dims);
+
+// Base tolerance of a dtype (bf16 1e-2, f16 1e-3, f32 1e-5).
+double BaseTolerance(pkf_dtype dtype);
+// Tolerance for a sum of `terms` values of magnitude ~`magnitude` where a
+// correct implementation may round partial sums to the dtype (NCCL rings do).
+Tolerance ReductionTolerance(pkf_dtype dtype, double terms, double magnitude);
+
+absl::StatusOr<pkf_dtype> ParseDtype(std::string_view s);
+std::string_view DtypeName(pkf_dtype d);
+int64_t DtypeSize(pkf_dtype d);
+
+}  // namespace pkforge::kernels

@@ -1,0 +1,322 @@
+#include "kernels/harness/rank.h"
+
+#include <dlfcn.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <vector>
+
+#include "fmt/format.h"
+#include "kernels/harness/protocol.h"
+#include "kernels/harness/rng.h"
+#include "kernels/harness/shm.h"
+#include "kernels/problems/common/host_math.h"
+
+namespace pkforge::kernels {
+namespace {
+
+// The rank's timing state. Deliberately ordinary process memory: the threat
+// model assumes a candidate can find and rewrite it (the forged-timing test
+// candidate does), which is why the judge's own wall clock is the authority.
+volatile int64_t g_t0_ns = 0;
+
+SideControl* g_control = nullptr;
+int g_rank = 0;
+int g_world = 1;
+
+int HostBarrier(const pkf_context*) {
+  // Uses the harness's own rank, not ctx->rank: the context is candidate-writable.
+  SideBarrierWait(g_control, g_rank, g_world);
+  return 0;
+}
+
+bool ReadFull(int fd, void* buf, size_t n) {
+  auto* p = static_cast<char*>(buf);
+  while (n > 0) {
+    ssize_t r = read(fd, p, n);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) return false;
+    p += r;
+    n -= static_cast<size_t>(r);
+  }
+  return true;
+}
+
+void WriteReply(Reply* r) {
+  r->magic = kMagic;
+  const char* p = reinterpret_cast<const char*>(r);
+  size_t n = sizeof(Reply);
+  while (n > 0) {
+    ssize_t w = write(kFdReply, p, n);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) _exit(3);
+    p += w;
+    n -= static_cast<size_t>(w);
+  }
+}
+
+uint64_t Fnv1a(const void* data, int64_t bytes, uint64_t h) {
+  const auto* p = static_cast<const unsigned char*>(data);
+  for (int64_t i = 0; i < bytes; ++i) h = (h ^ p[i]) * 0x100000001b3ull;
+  return h;
+}
+
+class Rank {
+ public:
+  explicit Rank(const RankOptions& o) : o_(o) {}
+
+  int Main() {
+    auto problem = FindProblem(o_.problem);
+    auto dtype = ParseDtype(o_.dtype);
+    if (!problem.ok() || !dtype.ok()) return Fail("bad problem/dtype");
+    problem_ = *problem;
+    dtype_ = *dtype;
+    auto dims = ResolveSize(*problem_, o_.dims, o_.world);
+    if (!dims.ok()) return Fail(std::string(dims.status().message()));
+    dims_ = *dims;
+    tol_ = problem_->tolerance(dims_, o_.world, dtype_);
+    layout_ = MakeLayout(*problem_, dims_, o_.world, dtype_, o_.slots);
+    g_rank = o_.rank;
+    g_world = o_.world;
+
+    auto ctl = MapSegment(kFdControl, sizeof(SideControl));
+    const uint64_t pad_bytes = o_.flag_count * sizeof(uint32_t);
+    const uint64_t scratch_total = (o_.scratch_bytes + pad_bytes) * o_.world;
+    auto scratch = MapSegment(kFdScratch, scratch_total);
+    auto data = MapSegment(kFdData, layout_.total_bytes);
+    if (!ctl.ok() || !scratch.ok() || !data.ok()) return Fail("mapping segments failed");
+    g_control = static_cast<SideControl*>(*ctl);
+    data_ = static_cast<char*>(*data);
+    if (o_.role == "ref") {
+      auto peer = MapSegment(kFdPeerData, layout_.total_bytes);
+      if (!peer.ok()) return Fail("mapping candidate data failed");
+      cand_data_ = static_cast<char*>(*peer);
+    }
+    for (int r = 0; r < o_.world; ++r) {
+      char* base = static_cast<char*>(*scratch) + r * o_.scratch_bytes;
+      scratch_ptrs_.push_back(base);
+      flag_ptrs_.push_back(reinterpret_cast<uint32_t*>(static_cast<char*>(*scratch) +
+                                                       o_.world * o_.scratch_bytes +
+                                                       r * pad_bytes));
+    }
+    ctx_.rank = o_.rank;
+    ctx_.world_size = o_.world;
+    ctx_.device = -1;
+    ctx_.num_sms = 0;
+    ctx_.nccl = nullptr;
+    ctx_.peer_scratch = scratch_ptrs_.data();
+    ctx_.scratch_bytes = o_.scratch_bytes;
+    ctx_.peer_flags = flag_ptrs_.data();
+    ctx_.flag_count = o_.flag_count;
+    ctx_.barrier = &HostBarrier;
+    ctx_.user_state = nullptr;
+
+    Cmd cmd;
+    while (ReadFull(kFdCmd, &cmd, sizeof cmd)) {
+      if (cmd.magic != kMagic) return 4;
+      Reply rep;
+      std::memset(&rep, 0, sizeof rep);
+      rep.op = cmd.op;
+      if (static_cast<int>(cmd.slot) >= o_.slots && cmd.op != kOpSetup && cmd.op != kOpExit) {
+        rep.rc = -1;
+        WriteReply(&rep);
+        continue;
+      }
+      switch (cmd.op) {
+        case kOpSetup: Setup(&rep); break;
+        case kOpGen: Gen(cmd.slot, cmd.seed); break;
+        case kOpRun: Run(cmd.slot, &rep); break;
+        case kOpCheck: Check(cmd.slot, &rep); break;
+        case kOpDigest: rep.value = Digest(cmd.slot); break;
+        case kOpSnapshot: Snapshot(cmd.slot); break;
+        case kOpSnapCompare: rep.value = SnapCompare(cmd.slot); break;
+        case kOpPoison: PoisonOutputs(cand_data_, cmd.slot); break;
+        case kOpSync: break;  // host: pkf_run is synchronous
+        case kOpExit:
+          if (teardown_ != nullptr) teardown_(&ctx_);
+          WriteReply(&rep);
+          fflush(nullptr);
+          _exit(0);
+        default: rep.rc = -2;
+      }
+      WriteReply(&rep);
+    }
+    return 0;
+  }
+
+ private:
+  int Fail(const std::string& why) {
+    fmt::print(stderr, "rank {} ({}): {}\n", o_.rank, o_.role, why);
+    return 2;
+  }
+
+  void Setup(Reply* rep) {
+    if (o_.role == "ref") {
+      run_ = problem_->host_reference;
+      return;
+    }
+    void* h = dlopen(o_.candidate.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (h == nullptr) {
+      rep->rc = -1;
+      snprintf(rep->message, sizeof rep->message, "dlopen: %s", dlerror());
+      return;
+    }
+    run_ = reinterpret_cast<pkf_run_fn>(dlsym(h, "pkf_run"));
+    auto setup = reinterpret_cast<pkf_setup_fn>(dlsym(h, "pkf_setup"));
+    teardown_ = reinterpret_cast<pkf_teardown_fn>(dlsym(h, "pkf_teardown"));
+    if (run_ == nullptr) {
+      rep->rc = -1;
+      snprintf(rep->message, sizeof rep->message, "candidate does not export pkf_run");
+      return;
+    }
+    if (setup != nullptr) {
+      g_control->in_run[o_.rank].store(1);
+      rep->rc = setup(&ctx_);
+      g_control->in_run[o_.rank].store(0);
+      if (rep->rc != 0) snprintf(rep->message, sizeof rep->message, "pkf_setup returned %d", rep->rc);
+    }
+  }
+
+  void Tensors(char* base, int slot, std::vector<pkf_tensor>* in, std::vector<pkf_tensor>* out) {
+    auto fill = [&](const std::vector<Placed>& v, std::vector<pkf_tensor>* t) {
+      for (const Placed& p : v) {
+        pkf_tensor x;
+        std::memset(&x, 0, sizeof x);
+        x.data = base + layout_.SlotBase(slot) + p.offset;
+        x.dtype = dtype_;
+        x.ndim = static_cast<int32_t>(p.desc.shape.size());
+        for (size_t d = 0; d < p.desc.shape.size() && d < 8; ++d) x.shape[d] = p.desc.shape[d];
+        t->push_back(x);
+      }
+    };
+    fill(layout_.in[o_.rank], in);
+    fill(layout_.out[o_.rank], out);
+  }
+
+  void Run(int slot, Reply* rep) {
+    std::vector<pkf_tensor> in, out;
+    Tensors(data_, slot, &in, &out);
+    SideBarrierWait(g_control, o_.rank, o_.world);
+    g_control->in_run[o_.rank].store(1);
+    g_t0_ns = MonotonicNs();
+    rep->rc = run_(&ctx_, in.data(), static_cast<int32_t>(in.size()), out.data(),
+                   static_cast<int32_t>(out.size()), nullptr);
+    rep->t1_ns = MonotonicNs();
+    rep->t0_ns = g_t0_ns;
+    g_control->in_run[o_.rank].store(0);
+    if (rep->rc != 0) snprintf(rep->message, sizeof rep->message, "pkf_run returned %d", rep->rc);
+  }
+
+  void PoisonOutputs(char* base, int slot) {
+    for (const Placed& p : layout_.out[o_.rank])
+      PoisonBuffer(base + layout_.SlotBase(slot) + p.offset, p.numel, dtype_);
+  }
+
+  void Gen(int slot, uint64_t seed) {
+    const auto& ins = layout_.in[o_.rank];
+    for (size_t i = 0; i < ins.size(); ++i) {
+      const Placed& p = ins[i];
+      const uint64_t key =
+          StreamKey(seed, p.desc.replicated ? kReplicatedRank : o_.rank, static_cast<uint32_t>(i));
+      char* dst = data_ + layout_.SlotBase(slot) + p.offset;
+      for (int64_t e = 0; e < p.numel; ++e) pkf_store(dst, dtype_, e, GenValue(key, e));
+      std::memcpy(cand_data_ + layout_.SlotBase(slot) + p.offset, dst, p.bytes);
+    }
+    PoisonOutputs(data_, slot);
+    PoisonOutputs(cand_data_, slot);
+  }
+
+  void Check(int slot, Reply* rep) {
+    const int64_t base = layout_.SlotBase(slot);
+    for (const Placed& p : layout_.in[o_.rank]) {
+      const auto* a = reinterpret_cast<const unsigned char*>(cand_data_ + base + p.offset);
+      const auto* b = reinterpret_cast<const unsigned char*>(data_ + base + p.offset);
+      for (int64_t i = 0; i < p.bytes; ++i) rep->input_diff += a[i] != b[i];
+    }
+    const uint32_t poison = PoisonBits(dtype_);
+    const auto& outs = layout_.out[o_.rank];
+    rep->n_checks = static_cast<uint32_t>(std::min<size_t>(outs.size(), kMaxOutputs));
+    for (uint32_t o = 0; o < rep->n_checks; ++o) {
+      const Placed& p = outs[o];
+      const char* actual = cand_data_ + base + p.offset;
+      const char* expected = data_ + base + p.offset;
+      CheckRecord& c = rep->checks[o];
+      c.elements = p.numel;
+      c.first_index = -1;
+      for (int64_t i = 0; i < p.numel; ++i) {
+        const uint32_t bits = dtype_ == PKF_F32 ? reinterpret_cast<const uint32_t*>(actual)[i]
+                                                : reinterpret_cast<const uint16_t*>(actual)[i];
+        const double a = pkf_load(actual, dtype_, i);
+        const double e = pkf_load(expected, dtype_, i);
+        const double err = std::fabs(a - e);
+        const bool ok = err <= tol_.atol + tol_.rtol * std::fabs(e);  // false for NaN
+        if (bits == poison) ++c.unwritten;
+        if (std::isfinite(err)) {
+          c.max_abs = std::max(c.max_abs, err);
+          if (e != 0) c.max_rel = std::max(c.max_rel, err / std::fabs(e));
+        } else {
+          c.max_abs = INFINITY;
+        }
+        if (!ok) {
+          if (c.mismatches++ == 0) {
+            c.first_index = i;
+            c.expected = e;
+            c.actual = a;
+          }
+        }
+      }
+    }
+  }
+
+  uint64_t Digest(int slot) {
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (const Placed& p : layout_.out[o_.rank])
+      h = Fnv1a(cand_data_ + layout_.SlotBase(slot) + p.offset, p.bytes, h);
+    return h;
+  }
+
+  void Snapshot(int slot) {
+    snapshot_.clear();
+    for (const Placed& p : layout_.out[o_.rank]) {
+      const char* s = cand_data_ + layout_.SlotBase(slot) + p.offset;
+      snapshot_.insert(snapshot_.end(), s, s + p.bytes);
+    }
+  }
+
+  uint64_t SnapCompare(int slot) {
+    uint64_t diff = 0;
+    size_t k = 0;
+    for (const Placed& p : layout_.out[o_.rank]) {
+      const char* s = cand_data_ + layout_.SlotBase(slot) + p.offset;
+      for (int64_t i = 0; i < p.bytes && k < snapshot_.size(); ++i, ++k) diff += s[i] != snapshot_[k];
+    }
+    return diff;
+  }
+
+  RankOptions o_;
+  const Problem* problem_ = nullptr;
+  pkf_dtype dtype_ = PKF_F32;
+  Dims dims_;
+  Tolerance tol_;
+  DataLayout layout_;
+  char* data_ = nullptr;
+  char* cand_data_ = nullptr;
+  std::vector<void*> scratch_ptrs_;
+  std::vector<uint32_t*> flag_ptrs_;
+  pkf_context ctx_{};
+  pkf_run_fn run_ = nullptr;
+  pkf_teardown_fn teardown_ = nullptr;
+  std::vector<char> snapshot_;
+};
+
+}  // namespace
+
+int RankMain(const RankOptions& options) {
+  Rank r(options);
+  return r.Main();
+}
+
+}  // namespace pkforge::kernels

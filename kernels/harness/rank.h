@@ -1,0 +1,35 @@
+// A rank process (`pkforge-worker rank ...`), started only by the judge.
+//
+// Two roles, never mixed in one process:
+//   ref:  trusted. Generates inputs from the per-trial secret seed (received
+//         from the judge), runs the host reference, keeps reference outputs in
+//         its own segment, compares the candidate's outputs (mapped from the
+//         candidate side's segment) and reports records to the judge.
+//   cand: loads the candidate .so (dlopen) and runs it. Holds no seed and no
+//         reference output: it never maps a reference-side segment and its
+//         image is a fresh exec of the worker, so nothing of the judge's
+//         memory is inherited.
+// Single-threaded; it serves commands from the judge until kOpExit or EOF.
+#pragma once
+
+#include <string>
+
+namespace pkforge::kernels {
+
+struct RankOptions {
+  std::string role;  // "ref" | "cand"
+  int rank = 0;
+  int world = 1;
+  std::string problem;
+  std::string dtype;
+  std::string dims;  // DimsToString form
+  int slots = 1;
+  uint64_t scratch_bytes = 0;
+  uint64_t flag_count = 0;
+  std::string candidate;  // cand: path of the .so
+};
+
+// Returns the process exit code.
+int RankMain(const RankOptions& options);
+
+}  // namespace pkforge::kernels

@@ -1,0 +1,93 @@
+#include <cmath>
+#include <set>
+
+#include "gtest/gtest.h"
+#include "kernels/harness/problem.h"
+#include "kernels/harness/protocol.h"
+#include "kernels/harness/rng.h"
+#include "kernels/problems/common/host_math.h"
+
+namespace pkforge::kernels {
+namespace {
+
+TEST(Registry, TwelveProblemsEachResolvesTinyAtEveryWorldSize) {
+  std::set<std::string_view> names;
+  for (const Problem* p : Problems()) {
+    names.insert(p->name);
+    EXPECT_FALSE(ProblemPrompt(p->name).empty()) << p->name;
+    EXPECT_FALSE(ProblemReferenceSource(p->name).empty()) << p->name;
+    for (int w : {1, 2, 3, 4, 8}) {
+      auto d = ResolveSize(*p, "tiny", w);
+      ASSERT_TRUE(d.ok()) << p->name << " w=" << w << ": " << d.status();
+      if (w != 3) {  // 8192 % 3 != 0
+        EXPECT_TRUE(ResolveSize(*p, "default", w).ok()) << p->name;
+      }
+      const RankSpec s = p->spec(*d, w, w - 1);
+      EXPECT_LE(s.out.size(), 1u);
+      const Cost c = p->cost(*d, w, 2);
+      EXPECT_GT(c.hbm_bytes, 0) << p->name;
+    }
+  }
+  EXPECT_EQ(names.size(), 12u);
+  EXPECT_FALSE(FindProblem("nope").ok());
+}
+
+TEST(Registry, ExplicitDimsOverrideAndValidate) {
+  const Problem* p = *FindProblem("gemm_allreduce");
+  auto d = ResolveSize(*p, "M=4,N=8,K=16", 4);
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(d->at("K"), 16);
+  EXPECT_FALSE(ResolveSize(*p, "K=15", 4).ok());     // not divisible
+  EXPECT_FALSE(ResolveSize(*p, "Q=3", 4).ok());      // unknown dim
+  EXPECT_FALSE(ResolveSize(*p, "tiny", 9).ok());     // world out of range
+}
+
+TEST(HostMath, RoundsToNearestEvenLikeCuda) {
+  EXPECT_EQ(pkf_f32_to_bf16(1.0f), 0x3f80);
+  EXPECT_EQ(pkf_f32_to_bf16(pkf_bits_f32(0x3f808000u)), 0x3f80);  // tie -> even
+  EXPECT_EQ(pkf_f32_to_bf16(pkf_bits_f32(0x3f818000u)), 0x3f82);  // tie -> even (up)
+  EXPECT_EQ(pkf_f32_to_f16(1.0f), 0x3c00);
+  EXPECT_EQ(pkf_f32_to_f16(65504.0f), 0x7bff);
+  EXPECT_EQ(pkf_f32_to_f16(65520.0f), 0x7c00);  // rounds to inf
+  EXPECT_EQ(pkf_f32_to_f16(5.9604645e-8f), 0x0001);  // smallest subnormal
+  EXPECT_EQ(pkf_f32_to_f16(-2.0f), 0xc000);
+  for (uint32_t h = 0; h < 0x7c00; ++h)  // every finite positive half round-trips
+    ASSERT_EQ(pkf_f32_to_f16(pkf_f16_to_f32(static_cast<uint16_t>(h))), h);
+}
+
+TEST(Rng, DeterministicUniformAndKeyed) {
+  const uint64_t k1 = StreamKey(42, 0, 0), k2 = StreamKey(42, 1, 0), k3 = StreamKey(43, 0, 0);
+  EXPECT_EQ(GenValue(k1, 7), GenValue(k1, 7));
+  EXPECT_NE(GenValue(k1, 7), GenValue(k2, 7));
+  EXPECT_NE(GenValue(k1, 7), GenValue(k3, 7));
+  double sum = 0;
+  for (int i = 0; i < 10000; ++i) {
+    const float v = GenValue(k1, i);
+    ASSERT_GE(v, -1.0f);
+    ASSERT_LT(v, 1.0f);
+    sum += v;
+  }
+  EXPECT_NEAR(sum / 10000, 0.0, 0.05);
+}
+
+TEST(Layout, TensorsDoNotOverlapAndPoisonIsNaN) {
+  const Problem* p = *FindProblem("scatter");
+  Dims d = *ResolveSize(*p, "tiny", 3);
+  DataLayout l = MakeLayout(*p, d, 3, PKF_BF16, 4);
+  EXPECT_EQ(l.in[0].size(), 1u);
+  EXPECT_EQ(l.in[1].size(), 0u);  // only the root has an input
+  int64_t end = 0;
+  for (int r = 0; r < 3; ++r)
+    for (const auto* v : {&l.in[r], &l.out[r]})
+      for (const Placed& t : *v) {
+        EXPECT_GE(t.offset, end);
+        end = t.offset + t.bytes;
+      }
+  EXPECT_LE(end, l.slot_bytes);
+  EXPECT_TRUE(std::isnan(pkf_bf16_to_f32(static_cast<uint16_t>(PoisonBits(PKF_BF16)))));
+  EXPECT_TRUE(std::isnan(pkf_f16_to_f32(static_cast<uint16_t>(PoisonBits(PKF_F16)))));
+  EXPECT_TRUE(std::isnan(pkf_bits_f32(PoisonBits(PKF_F32))));
+}
+
+}  // namespace
+}  // namespace pkforge::kernels

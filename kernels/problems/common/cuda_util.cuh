@@ -1,0 +1,110 @@
+// Device-side element helpers shared by the cuda references and naive cuda
+// solutions (CUDA/NCCL and standard headers only, like host_math.h, so a file
+// that includes it still compiles from the problem folder alone).
+// f16/bf16 arithmetic is done in f32 (accumulate in f32, round once when
+// storing, round-to-nearest-even like the host oracle).
+#ifndef PKFORGE_PROBLEMS_COMMON_CUDA_UTIL_CUH_
+#define PKFORGE_PROBLEMS_COMMON_CUDA_UTIL_CUH_
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+#include <nccl.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pkforge/candidate.h"
+
+static __device__ __forceinline__ float pkf_dload(const void* p, pkf_dtype dt, int64_t i) {
+  if (dt == PKF_F32) return ((const float*)p)[i];
+  if (dt == PKF_F16) return __half2float(((const __half*)p)[i]);
+  return __bfloat162float(((const __nv_bfloat16*)p)[i]);
+}
+static __device__ __forceinline__ void pkf_dstore(void* p, pkf_dtype dt, int64_t i, float v) {
+  if (dt == PKF_F32) ((float*)p)[i] = v;
+  else if (dt == PKF_F16) ((__half*)p)[i] = __float2half_rn(v);
+  else ((__nv_bfloat16*)p)[i] = __float2bfloat16_rn(v);
+}
+
+static inline int64_t pkf_cu_numel(const pkf_tensor* t) {
+  int64_t n = 1;
+  for (int32_t d = 0; d < t->ndim; ++d) n *= t->shape[d];
+  return n;
+}
+static inline int64_t pkf_cu_elem(pkf_dtype dt) { return dt == PKF_F32 ? 4 : 2; }
+static inline ncclDataType_t pkf_nccl_type(pkf_dtype dt) {
+  return dt == PKF_F32 ? ncclFloat32 : dt == PKF_F16 ? ncclFloat16 : ncclBfloat16;
+}
+static inline int pkf_cu_blocks(int64_t n) {
+  int64_t b = (n + 255) / 256;
+  return (int)(b < 1 ? 1 : b > 65535 ? 65535 : b);
+}
+
+#define PKF_CU(x)                    \
+  do {                               \
+    if ((x) != cudaSuccess) return 100; \
+  } while (0)
+#define PKF_NCCL(x)                  \
+  do {                               \
+    if ((x) != ncclSuccess) return 101; \
+  } while (0)
+
+// Naive exchange for simple solutions: every rank copies its inputs into its
+// own symmetric scratch (after a small header of offsets), synchronizes and
+// meets its peers at the host barrier; peer_in[j][i] is then a device pointer
+// to rank j's input i (read through the peer mapping). Call ctx->barrier once
+// more (after synchronizing the stream) before returning, so no rank
+// overwrites its scratch while a peer still reads it.
+typedef struct {
+  int64_t n_in;
+  int64_t offset[8];
+} pkf_cu_header;
+
+static inline int pkf_cu_publish_inputs(const pkf_context* ctx, const pkf_tensor* in, int32_t n_in,
+                                        const void* peer_in[][8], cudaStream_t s) {
+  if (n_in > 8) return 1;
+  char* mine = (char*)ctx->peer_scratch[ctx->rank];
+  pkf_cu_header hdr;
+  memset(&hdr, 0, sizeof hdr);
+  hdr.n_in = n_in;
+  int64_t off = 256;
+  for (int32_t i = 0; i < n_in; ++i) {
+    const int64_t b = pkf_cu_numel(&in[i]) * pkf_cu_elem(in[i].dtype);
+    if ((uint64_t)(off + b) > ctx->scratch_bytes) return 2;
+    PKF_CU(cudaMemcpyAsync(mine + off, in[i].data, (size_t)b, cudaMemcpyDeviceToDevice, s));
+    hdr.offset[i] = off;
+    off += (b + 255) / 256 * 256;
+  }
+  PKF_CU(cudaMemcpyAsync(mine, &hdr, sizeof hdr, cudaMemcpyHostToDevice, s));
+  PKF_CU(cudaStreamSynchronize(s));
+  if (ctx->barrier(ctx) != 0) return 3;
+  for (int32_t j = 0; j < ctx->world_size; ++j) {
+    const char* peer = (const char*)ctx->peer_scratch[j];
+    pkf_cu_header ph;
+    PKF_CU(cudaMemcpy(&ph, peer, sizeof ph, cudaMemcpyDeviceToHost));
+    for (int64_t i = 0; i < ph.n_in && i < 8; ++i) peer_in[j][i] = peer + ph.offset[i];
+  }
+  return 0;
+}
+
+// Up to 64 peer pointers of one input, passed to kernels by value.
+typedef struct {
+  const void* p[64];
+} pkf_cu_peers;
+
+static inline pkf_cu_peers pkf_cu_peer_input(const pkf_context* ctx, const void* peer_in[][8], int i) {
+  pkf_cu_peers r;
+  memset(&r, 0, sizeof r);
+  for (int32_t j = 0; j < ctx->world_size && j < 64; ++j) r.p[j] = peer_in[j][i];
+  return r;
+}
+
+// Finishes a naive call: wait for the stream, then for every peer.
+static inline int pkf_cu_finish(const pkf_context* ctx, cudaStream_t s) {
+  PKF_CU(cudaGetLastError());
+  PKF_CU(cudaStreamSynchronize(s));
+  return ctx->barrier(ctx);
+}
+
+#endif  // PKFORGE_PROBLEMS_COMMON_CUDA_UTIL_CUH_

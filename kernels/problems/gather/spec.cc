@@ -1,0 +1,23 @@
+// gather (root 0): in x [M, N] per rank -> out y [world*M, N] on rank 0 only.
+#include "kernels/problems/common/spec_util.h"
+
+PKF_DECLARE_HOST_REFERENCE(gather);
+
+namespace pkforge::kernels {
+namespace {
+RankSpec Spec(const Dims& d, int w, int rank) {
+  RankSpec s{{{"x", {d.at("M"), d.at("N")}}}, {}};
+  if (rank == 0) s.out.push_back({"y", {w * d.at("M"), d.at("N")}});
+  return s;
+}
+Cost CostOf(const Dims& d, int n, int64_t es) {
+  const double s = double(d.at("M")) * d.at("N") * es;
+  return {n * s, BusFactorGather(n), (n - 1) * s, (n + 1) * s, 0};
+}
+}  // namespace
+const Problem kGatherProblem = {
+    .name = "gather", .category = "collective", .dims = {"M", "N"},
+    .tiny = {{"M", 3}, {"N", 37}}, .default_size = {{"M", 2048}, {"N", 8192}},
+    .validate = RequirePositive, .spec = Spec, .tolerance = ExactTolerance, .cost = CostOf,
+    .host_reference = pkf_ref_gather_run};
+}  // namespace pkforge::kernels

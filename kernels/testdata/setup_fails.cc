@@ -1,0 +1,7 @@
+// pkf_setup fails. Expect SETUP_ERROR.
+#include "wrap_allreduce.inc"
+extern "C" int pkf_setup(pkf_context*) { return 7; }
+extern "C" int pkf_run(pkf_context* ctx, const pkf_tensor* in, int32_t n_in, pkf_tensor* out,
+                       int32_t n_out, void* stream) {
+  return pkf_run_correct(ctx, in, n_in, out, n_out, stream);
+}
