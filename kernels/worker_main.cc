@@ -1,7 +1,11 @@
 // pkforge-worker: the trusted evaluation harness (kernels/README.md).
 //   launch  the judge: evaluates one compiled candidate, prints the result
 //   list    the problem registry (what the executor serves as ListProblems)
+//   bench   harness benchmark: identical candidates, repeated evaluations
 //   rank    internal: one rank process, started only by `launch`
+#include <algorithm>
+#include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <iostream>
 
@@ -49,6 +53,95 @@ int List(bool json) {
   return 0;
 }
 
+struct BenchOptions {
+  std::string backend = "cuda";
+  std::string candidates;  // folder with ref_cuda_<p>.so (cuda) / naive_host_<p>.so (host)
+  std::vector<std::string> problems;
+  std::string size = "default";
+  std::string dtype = "bf16";
+  int world_size = 1;
+  int repeats = 20;
+  bool json = false;
+};
+
+double Quantile(std::vector<double> v, double q) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const double pos = q * (v.size() - 1);
+  const size_t lo = static_cast<size_t>(pos);
+  const size_t hi = std::min(lo + 1, v.size() - 1);
+  return v[lo] + (pos - lo) * (v[hi] - v[lo]);
+}
+
+// The harness benchmark (issue 4): per problem, `repeats` full evaluations
+// (default protocol: 5 trials, warm-up, 30 timed iterations) of the
+// reference's own code as the candidate. Reports the wall time of one
+// evaluation, the identical-candidate speedup (median, p95 of |speedup - 1|,
+// min, max) and the reference's median time, bus bandwidth and % of roofline.
+int Bench(const BenchOptions& b) {
+  std::vector<std::string> names = b.problems;
+  if (names.empty())
+    for (const Problem* p : Problems()) names.emplace_back(p->name);
+  int failures = 0;
+  if (!b.json)
+    fmt::print("{:<20} {:>7} {:>9} {:>9} {:>8} {:>8} {:>11} {:>10} {:>8}\n", "problem", "eval_s",
+               "speedup", "p95|s-1|", "min", "max", "ref_us", "busbw_GB/s", "roof_%");
+  for (const std::string& name : names) {
+    LaunchOptions lo;
+    lo.problem = name;
+    lo.backend = b.backend;
+    lo.world_size = b.world_size;
+    lo.dtype = b.dtype;
+    lo.size = b.size;
+    lo.candidate = fmt::format("{}/{}_{}.so", b.candidates,
+                               b.backend == "cuda" ? "ref_cuda" : "naive_host", name);
+    std::vector<double> secs, speedups, ref_us, busbw, roof;
+    int not_ok = 0;
+    std::string last_error;
+    for (int i = 0; i < b.repeats; ++i) {
+      const auto t0 = std::chrono::steady_clock::now();
+      auto r = Evaluate(lo);
+      secs.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+      if (!r.ok()) {
+        fmt::print(stderr, "pkforge-worker bench: {}: {}\n", name, std::string(r.status().message()));
+        return 2;
+      }
+      if (r->status() != pkforge::v1::EvaluationResult::OK) {
+        ++not_ok;
+        last_error = r->message();
+        continue;
+      }
+      speedups.push_back(r->speedup());
+      ref_us.push_back(r->reference().median_us());
+      busbw.push_back(r->roofline().reference_bus_gbps());
+      roof.push_back(100 * r->roofline().reference_fraction());
+    }
+    std::vector<double> dev;
+    for (double x : speedups) dev.push_back(std::fabs(x - 1));
+    const double eval_s = Quantile(secs, 0.5), sp = Quantile(speedups, 0.5),
+                 p95 = Quantile(dev, 0.95);
+    const double mn = speedups.empty() ? 0 : *std::min_element(speedups.begin(), speedups.end());
+    const double mx = speedups.empty() ? 0 : *std::max_element(speedups.begin(), speedups.end());
+    if (not_ok > 0) ++failures;
+    if (b.json) {
+      fmt::print("{{\"problem\":\"{}\",\"backend\":\"{}\",\"world_size\":{},\"size\":\"{}\","
+                 "\"dtype\":\"{}\",\"repeats\":{},\"not_ok\":{},\"eval_s_median\":{:.3f},"
+                 "\"speedup_median\":{:.4f},\"speedup_p95_abs_dev\":{:.4f},\"speedup_min\":{:.4f},"
+                 "\"speedup_max\":{:.4f},\"reference_median_us\":{:.2f},"
+                 "\"reference_bus_gbps\":{:.1f},\"reference_roofline_pct\":{:.1f}}}\n",
+                 name, b.backend, b.world_size, b.size, b.dtype, b.repeats, not_ok, eval_s, sp, p95,
+                 mn, mx, Quantile(ref_us, 0.5), Quantile(busbw, 0.5), Quantile(roof, 0.5));
+    } else {
+      fmt::print("{:<20} {:>7.2f} {:>9.4f} {:>9.4f} {:>8.3f} {:>8.3f} {:>11.1f} {:>10.1f} {:>8.1f}{}\n",
+                 name, eval_s, sp, p95, mn, mx, Quantile(ref_us, 0.5), Quantile(busbw, 0.5),
+                 Quantile(roof, 0.5),
+                 not_ok ? fmt::format("  ({} of {} not OK: {})", not_ok, b.repeats, last_error) : "");
+    }
+    fflush(stdout);
+  }
+  return failures == 0 ? 0 : 1;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -91,7 +184,21 @@ int main(int argc, char** argv) {
   auto* list = app.add_subcommand("list", "print the problem registry");
   list->add_flag("--json", list_json, "proto3 JSON of ListProblemsResponse");
 
+  BenchOptions bo;
+  auto* bench = app.add_subcommand("bench", "benchmark the harness with identical candidates");
+  bench->add_option("--backend", bo.backend, "host|cuda")->check(CLI::IsMember({"host", "cuda"}));
+  bench->add_option("--candidates", bo.candidates,
+                    "folder with ref_cuda_<problem>.so (cuda) or naive_host_<problem>.so (host)")
+      ->required();
+  bench->add_option("--problems", bo.problems, "comma-separated (default: all)")->delimiter(',');
+  bench->add_option("--size", bo.size, "tiny|default|K=V,...");
+  bench->add_option("--dtype", bo.dtype, "bf16|f16|f32")->check(CLI::IsMember({"bf16", "f16", "f32"}));
+  bench->add_option("--world-size", bo.world_size, "ranks");
+  bench->add_option("--repeats", bo.repeats, "evaluations per problem");
+  bench->add_flag("--json", bo.json, "one JSON object per problem");
+
   CLI11_PARSE(app, argc, argv);
+  if (*bench) return Bench(bo);
   if (*rank) return RankMain(ro);
   if (*list) return List(list_json);
   auto result = Evaluate(lo);

@@ -14,7 +14,11 @@ if [[ -n "$BUILT_AT" && "$BUILT_AT" != "$HERE" && ! -e "$BUILT_AT" ]]; then
   mkdir -p "$(dirname "$BUILT_AT")"
   ln -sfn "$HERE" "$BUILT_AT"
 fi
-export LD_LIBRARY_PATH="$HERE/bundle/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+CUDA_LIBS=""
+for d in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib; do
+  [[ -d "$d" ]] && CUDA_LIBS="$CUDA_LIBS:$d"
+done
+export LD_LIBRARY_PATH="$HERE/bundle/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}$CUDA_LIBS"
 command -v bwrap >/dev/null || export PATH="$HERE/bundle/bin:$PATH"
 # NVLink multicast stays off on shared hosts (see docs/gpu-host.md).
 export NCCL_NVLS_ENABLE=0

@@ -37,6 +37,9 @@ using Result = v1::EvaluationResult;
 
 constexpr int kMaxInputSets = 8;
 constexpr uint64_t kFlagCount = 1024;
+// cuda: longest a device-wide synchronize may take right after a call
+// returned (judge's clock, including one command round trip).
+constexpr int64_t kLingerLimitNs = 5'000'000;
 
 struct Proc {
   bool ref = false;
@@ -94,6 +97,21 @@ double MeasureMemcpyGbps() {
     best = std::min(best, double(MonotonicNs() - t0));
   }
   return double(n) / best;  // bytes per ns == GB/s
+}
+
+// Nominal per-GPU ceilings (vendor datasheets, dense): HBM bandwidth, NVLink
+// bandwidth per direction, peak FLOP/s for the dtype (f32 without TF32).
+// Unknown devices get the H100 SXM numbers. The roofline is a ceiling, so
+// nominal (not measured) numbers only make "% of roofline" conservative.
+struct CudaCeilings {
+  double hbm_gbps, link_gbps, flops;
+};
+CudaCeilings NominalCeilings(const std::string& name, pkf_dtype dtype) {
+  const bool f32 = dtype == PKF_F32;
+  if (name.find("H200") != std::string::npos) return {4800, 450, f32 ? 67e12 : 989e12};
+  if (name.find("B200") != std::string::npos) return {8000, 900, f32 ? 80e12 : 2250e12};
+  if (name.find("A100") != std::string::npos) return {2039, 300, f32 ? 19.5e12 : 312e12};
+  return {3350, 450, f32 ? 67e12 : 989e12};  // H100 SXM
 }
 
 std::string SignalName(int sig) {
@@ -197,11 +215,15 @@ bool Judge::Spawn() {
     if (upper.find("KEY") != std::string::npos || upper.find("TOKEN") != std::string::npos ||
         upper.find("SECRET") != std::string::npos || upper.find("PASSWORD") != std::string::npos)
       continue;
-    if (Cuda() && name == "NCCL_NVLS_ENABLE") continue;
+    if (Cuda() && (name == "NCCL_NVLS_ENABLE" || name == "NCCL_RUNTIME_CONNECT")) continue;
     env.push_back(kv);
   }
   // NVLink SHARP (multicast) stays off on every rank: see the device notes.
-  if (Cuda()) env.push_back("NCCL_NVLS_ENABLE=0");
+  // NCCL connects at init, so its threads exist before the thread baseline.
+  if (Cuda()) {
+    env.push_back("NCCL_NVLS_ENABLE=0");
+    env.push_back("NCCL_RUNTIME_CONNECT=0");
+  }
   std::vector<char*> envp;
   for (auto& s : env) envp.push_back(s.data());
   envp.push_back(nullptr);
@@ -513,6 +535,24 @@ bool Judge::Generate(int slot, v1::Phase phase) {
 bool Judge::OutlivedCheck(int slot, v1::Phase phase, const std::string& when) {
   std::vector<Reply> d1, d2;
   if (!ThreadCheck(when)) return false;
+  if (Cuda()) {
+    // Right after the call (its stream is synchronized): a device-wide
+    // synchronize, timed by the judge's own clock, must find the GPU idle.
+    // Work queued on another stream makes it wait, whether or not the GPU
+    // time-slices the reference's digest kernels in between.
+    std::vector<Reply> s;
+    int64_t sync_ns = 0;
+    if (!Round(cands_, kOpSync, 0, 0, phase, &s, &sync_ns)) return false;
+    if (sync_ns > kLingerLimitNs) {
+      const std::string d = fmt::format(
+          "{}: a device-wide synchronize right after pkf_run returned took {:.1f} ms (limit {} ms): "
+          "work queued outside the call's stream outlived the call",
+          when, sync_ns / 1e6, kLingerLimitNs / 1'000'000);
+      AddCheck("outlived_call", false, false, d);
+      End(Result::CHEAT_DETECTED, "outlived_call: " + d);
+      return false;
+    }
+  }
   if (!Round(refs_, kOpDigest, slot, 0, phase, &d1)) return false;
   std::this_thread::sleep_for(std::chrono::milliseconds(o_.outlive_delay_ms));
   if (Cuda()) {
@@ -844,14 +884,23 @@ void Judge::Finish() {
 
   // Roofline (host ceilings: measured memcpy bandwidth; a nominal 10 GFLOP/s per rank).
   const Cost cost = problem_->cost(dims_, o_.world_size, DtypeSize(dtype_));
-  const double gbps = MeasureMemcpyGbps();
+  // cuda: nominal per-GPU ceilings from a table (GB/s, FLOP/s); host: measured.
+  double hbm_gbps = 0, link_gbps = 0, flops_per_s = 1e10;
+  if (Cuda()) {
+    const CudaCeilings c = NominalCeilings(cuda_.names.empty() ? "" : cuda_.names[0], dtype_);
+    hbm_gbps = c.hbm_gbps;
+    link_gbps = c.link_gbps;
+    flops_per_s = c.flops;
+  } else {
+    hbm_gbps = link_gbps = MeasureMemcpyGbps();
+  }
   auto* roof = result_.mutable_roofline();
   roof->set_interconnect_bytes(cost.interconnect_bytes);
   roof->set_hbm_bytes(cost.hbm_bytes);
   roof->set_flops(cost.flops);
   roof->set_bus_factor(cost.bus_factor);
-  const double t_ic = cost.interconnect_bytes / gbps / 1e3, t_mem = cost.hbm_bytes / gbps / 1e3,
-               t_fl = cost.flops / 1e10 * 1e6;
+  const double t_ic = cost.interconnect_bytes / link_gbps / 1e3,
+               t_mem = cost.hbm_bytes / hbm_gbps / 1e3, t_fl = cost.flops / flops_per_s * 1e6;
   const double roof_us = std::max({t_ic, t_mem, t_fl});
   roof->set_roofline_us(roof_us);
   roof->set_bound(roof_us == t_ic ? "interconnect" : roof_us == t_mem ? "hbm" : "compute");
