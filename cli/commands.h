@@ -31,5 +31,6 @@ int ReportStatus(const std::string& command, const absl::Status& status);
 void RegisterLocal(CLI::App& app, int* exit_code);
 void RegisterAnalysis(CLI::App& app, int* exit_code);  // jobs / trajectory / plateau on --db
 void RegisterVersion(CLI::App& app, int* exit_code);
+void RegisterLlm(CLI::App& app, int* exit_code);  // llm check
 
 }  // namespace pkforge::cli

@@ -14,6 +14,7 @@ int main(int argc, char** argv) {
   pkforge::cli::RegisterLocal(app, &exit_code);
   pkforge::cli::RegisterAnalysis(app, &exit_code);
   pkforge::cli::RegisterVersion(app, &exit_code);
+  pkforge::cli::RegisterLlm(app, &exit_code);
   (void)pkforge::InitLogging({.level = "warn", .name = "pkforge"});
   try {
     app.parse(argc, argv);

@@ -1,0 +1,42 @@
+// The search agent: the principled non-LLM baseline (DESIGN section 8). It
+// explores the parameterized expert kernels of agent/kernel_templates.h for
+// the job's problem and backend, under the same budgets as the LLM agent, and
+// records the same trajectory entries (one turn per rung, a candidate per
+// configuration with origin "search:<params>", every evaluation).
+//
+// Exploration: successive halving.
+// - The configurations are ordered: the template family's baseline first,
+//   then the rest shuffled with JobSpec.seed (deterministic per seed).
+// - Rung 0 evaluates the first n0 configurations with T0 timed iterations
+//   (EvalSettings.timed_iters, or SearchOptions::min_timed_iters when 0).
+//   With max_evaluations E set, n0 = min(space, max(1, E * (eta-1) / eta)) so
+//   the whole schedule (n0 + n0/eta + ...) fits in E; otherwise n0 = space.
+// - Each next rung keeps the ceil(n/eta) fastest correct configurations of the
+//   previous one and re-evaluates them with eta times the timed iterations
+//   (capped at max_timed_iters), so the final choice rests on the most
+//   precise measurements. Failed configurations are dropped.
+// - It ends when a rung of one configuration was evaluated, when no
+//   configuration was correct (nothing to refine) or when a budget stops it.
+// Evaluations within a rung run `AgentOptions::parallel_evaluations` (or
+// Strategy.n) at a time.
+//
+// Threading: as for every Agent (agent.h).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace pkforge::agent {
+
+struct HalvingRung {
+  int32_t configs = 0;
+  int32_t timed_iters = 0;
+};
+
+// The rung plan successive halving follows when every configuration of a
+// rung succeeds (fewer survive when some fail). max_evaluations 0 = none.
+std::vector<HalvingRung> PlanSuccessiveHalving(int32_t space_size, int32_t max_evaluations,
+                                               int32_t eta, int32_t first_timed_iters,
+                                               int32_t max_timed_iters);
+
+}  // namespace pkforge::agent

@@ -1,0 +1,165 @@
+// The search agent against a fake executor whose speedup is a known function
+// of the kernel parameters (read back from the generated source), so the
+// successive-halving schedule and its choice can be checked exactly.
+#include "agent/search_agent.h"
+
+#include <regex>
+
+#include "agent/agent.h"
+#include "agent/kernel_templates.h"
+#include "agent/testing/fake_evaluator.h"
+#include "agent/testing/recording_sink.h"
+#include "common/ids.h"
+#include "gtest/gtest.h"
+
+namespace pkforge::agent {
+namespace {
+
+using testing::FakeEvaluator;
+using testing::RecordingSink;
+
+// Host allreduce: bigger chunks (fewer barriers), two_shot and big tiles help.
+v1::EvaluationResult ModelSpeedup(const v1::EvaluateRequest& req) {
+  std::smatch m;
+  const std::string& src = req.source();
+  static const std::regex re("allreduce: (\\w+) chunk=(\\d+)(KiB|MiB) tile=(\\d+)");
+  if (!std::regex_search(src, m, re)) return FakeEvaluator::CompileError("unexpected source");
+  const double chunk_kib = std::stod(m[2]) * (m[3] == "MiB" ? 1024 : 1);
+  double s = 1.0 + 0.2 * std::log2(chunk_kib / 16);
+  if (m[1] == "two_shot") s += 0.1;
+  if (m[4] == "2048") s += 0.05;
+  return FakeEvaluator::Ok(s);
+}
+
+class SearchAgentTest : public ::testing::Test {
+ protected:
+  v1::JobSpec Spec(const std::string& problem = "allreduce", v1::Backend b = v1::BACKEND_HOST) {
+    v1::JobSpec spec;
+    spec.set_problem(problem);
+    spec.set_backend(b);
+    spec.set_world_size(4);
+    spec.set_dtype(v1::DTYPE_F32);
+    spec.set_seed(1234);
+    spec.mutable_agent()->set_kind(v1::AGENT_KIND_SEARCH);
+    spec.mutable_budget()->set_wall_seconds(60);
+    return spec;
+  }
+
+  absl::StatusOr<AgentResult> Run(const v1::JobSpec& spec, Evaluator* eval, AgentOptions o = {}) {
+    AgentEnv env;
+    env.job_id = NewId("job");
+    env.spec = spec;
+    env.evaluator = eval;
+    env.sink = &sink_;
+    auto agent = MakeAgent(env, o);
+    if (!agent.ok()) return agent.status();
+    return (*agent)->Run();
+  }
+
+  RecordingSink sink_;
+};
+
+TEST(SuccessiveHalving, PlanShrinksByEtaAndFitsTheBudget) {
+  auto plan = PlanSuccessiveHalving(40, 0, 3, 10, 1000);
+  ASSERT_EQ(plan.size(), 5u);
+  const int configs[] = {40, 14, 5, 2, 1};
+  const int iters[] = {10, 30, 90, 270, 810};
+  for (int i = 0; i < 5; ++i) {
+    EXPECT_EQ(plan[i].configs, configs[i]);
+    EXPECT_EQ(plan[i].timed_iters, iters[i]);
+  }
+  plan = PlanSuccessiveHalving(40, 20, 3, 100, 500);
+  int total = 0;
+  for (const auto& r : plan) total += r.configs;
+  EXPECT_LE(total, 20);
+  EXPECT_GE(total, 17);  // and uses most of it
+  EXPECT_EQ(plan.back().configs, 1);
+  EXPECT_EQ(plan.back().timed_iters, 500);  // capped
+  EXPECT_EQ(PlanSuccessiveHalving(40, 1, 3, 10, 100).size(), 1u);
+  EXPECT_TRUE(PlanSuccessiveHalving(0, 0, 3, 10, 100).empty());
+}
+
+TEST_F(SearchAgentTest, HalvingFindsTheFastestConfigurationAndImprovesOnTheBaseline) {
+  FakeEvaluator eval(ModelSpeedup);
+  auto r = Run(Spec(), &eval);
+  ASSERT_TRUE(r.ok()) << r.status();
+  const int space = static_cast<int>(SearchSpace("allreduce", v1::BACKEND_HOST).size());
+  ASSERT_EQ(space, 16);
+  // 16 -> 6 -> 2 -> 1 configurations, one turn per rung.
+  EXPECT_EQ(r->evaluations, 16 + 6 + 2 + 1);
+  EXPECT_EQ(r->turns, 4);
+  EXPECT_EQ(r->stop_reason, "nothing left to try");
+  ASSERT_TRUE(r->best_speedup.has_value());
+  EXPECT_NEAR(*r->best_speedup, 1.0 + 0.2 * 6 + 0.1 + 0.05, 1e-9);
+  // Rungs re-time survivors with eta times more iterations.
+  auto reqs = eval.requests();
+  EXPECT_EQ(reqs[0].timed_iters(), 10);
+  EXPECT_EQ(reqs[16].timed_iters(), 30);
+  EXPECT_EQ(reqs[22].timed_iters(), 90);
+  EXPECT_EQ(reqs[24].timed_iters(), 270);
+  EXPECT_NE(reqs[24].source().find("allreduce: two_shot chunk=1MiB tile=2048"), std::string::npos);
+  // The baseline comes first and the search improves on it.
+  auto cands = sink_.candidates();
+  ASSERT_EQ(cands.size(), 16u);  // re-evaluations reuse the recorded candidate
+  EXPECT_EQ(cands[0].origin, "search:one_shot chunk=16KiB tile=256");
+  auto evals = sink_.evaluations();
+  ASSERT_TRUE(evals[0].result.has_speedup());
+  EXPECT_GT(*r->best_speedup, evals[0].result.speedup());
+  EXPECT_NE(sink_.turns()[1].note.find("rung 1: 6 configurations, 30 timed iterations"),
+            std::string::npos);
+}
+
+TEST_F(SearchAgentTest, FailedConfigurationsAreDropped) {
+  FakeEvaluator eval([](const v1::EvaluateRequest& req) {
+    if (req.source().find("two_shot") != std::string::npos) {
+      return FakeEvaluator::WrongOutput(0, 1, 2, 3);
+    }
+    return ModelSpeedup(req);
+  });
+  auto r = Run(Spec(), &eval);
+  ASSERT_TRUE(r.ok()) << r.status();
+  auto reqs = eval.requests();
+  for (size_t i = 16; i < reqs.size(); ++i) {
+    EXPECT_EQ(reqs[i].source().find("two_shot"), std::string::npos) << i;
+  }
+  EXPECT_NEAR(*r->best_speedup, 1.0 + 0.2 * 6 + 0.05, 1e-9);
+}
+
+TEST_F(SearchAgentTest, RespectsTheEvaluationBudgetAndRunsInParallel) {
+  FakeEvaluator eval(ModelSpeedup);
+  eval.set_latency_ms(100);
+  v1::JobSpec spec = Spec();
+  spec.mutable_budget()->set_max_evaluations(10);
+  AgentOptions o;
+  o.parallel_evaluations = 2;
+  auto r = Run(spec, &eval, o);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_LE(r->evaluations, 10);
+  EXPECT_GE(r->evaluations, 8);
+  EXPECT_EQ(eval.max_concurrency(), 2);
+  EXPECT_EQ(sink_.evaluation_starts().size(), static_cast<size_t>(r->evaluations));
+}
+
+TEST_F(SearchAgentTest, CudaSpaceSearchesAllProblems) {
+  for (const char* p : {"allreduce", "allgather", "reducescatter"}) {
+    FakeEvaluator eval;
+    v1::JobSpec spec = Spec(p, v1::BACKEND_CUDA);
+    spec.mutable_budget()->set_max_evaluations(12);
+    auto r = Run(spec, &eval);
+    ASSERT_TRUE(r.ok()) << p << ": " << r.status();
+    EXPECT_GE(r->evaluations, 10) << p;
+    EXPECT_NE(eval.requests()[0].source().find("cudaStream_t"), std::string::npos);
+  }
+}
+
+TEST_F(SearchAgentTest, UnsupportedProblemIsUnimplemented) {
+  FakeEvaluator eval;
+  auto r = Run(Spec("alltoall"), &eval);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kUnimplemented) << r.status();
+  v1::JobSpec spec = Spec();
+  spec.mutable_agent()->set_search_algorithm("bayesian");
+  EXPECT_EQ(Run(spec, &eval).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace pkforge::agent
