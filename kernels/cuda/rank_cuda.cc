@@ -50,31 +50,6 @@ int HostBarrier(const pkf_context*) {
   return 0;
 }
 
-bool ReadFull(int fd, void* buf, size_t n) {
-  auto* p = static_cast<char*>(buf);
-  while (n > 0) {
-    ssize_t r = read(fd, p, n);
-    if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) return false;
-    p += r;
-    n -= static_cast<size_t>(r);
-  }
-  return true;
-}
-
-void WriteReply(Reply* r) {
-  r->magic = kMagic;
-  const char* p = reinterpret_cast<const char*>(r);
-  size_t n = sizeof(Reply);
-  while (n > 0) {
-    ssize_t w = write(kFdReply, p, n);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) _exit(3);
-    p += w;
-    n -= static_cast<size_t>(w);
-  }
-}
-
 int64_t AlignUp(int64_t v, int64_t a) { return (v + a - 1) / a * a; }
 
 // Sets rep->rc/message from a CUDA or NCCL error; returns true when failed.

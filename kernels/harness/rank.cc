@@ -16,22 +16,6 @@
 #include "kernels/problems/common/host_math.h"
 
 namespace pkforge::kernels {
-namespace {
-
-// The rank's timing state. Deliberately ordinary process memory: the threat
-// model assumes a candidate can find and rewrite it (the forged-timing test
-// candidate does), which is why the judge's own wall clock is the authority.
-volatile int64_t g_t0_ns = 0;
-
-SideControl* g_control = nullptr;
-int g_rank = 0;
-int g_world = 1;
-
-int HostBarrier(const pkf_context*) {
-  // Uses the harness's own rank, not ctx->rank: the context is candidate-writable.
-  SideBarrierWait(g_control, g_rank, g_world);
-  return 0;
-}
 
 bool ReadFull(int fd, void* buf, size_t n) {
   auto* p = static_cast<char*>(buf);
@@ -56,6 +40,23 @@ void WriteReply(Reply* r) {
     p += w;
     n -= static_cast<size_t>(w);
   }
+}
+
+namespace {
+
+// The rank's timing state. Deliberately ordinary process memory: the threat
+// model assumes a candidate can find and rewrite it (the forged-timing test
+// candidate does), which is why the judge's own wall clock is the authority.
+volatile int64_t g_t0_ns = 0;
+
+SideControl* g_control = nullptr;
+int g_rank = 0;
+int g_world = 1;
+
+int HostBarrier(const pkf_context*) {
+  // Uses the harness's own rank, not ctx->rank: the context is candidate-writable.
+  SideBarrierWait(g_control, g_rank, g_world);
+  return 0;
 }
 
 uint64_t Fnv1a(const void* data, int64_t bytes, uint64_t h) {

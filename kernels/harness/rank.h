@@ -12,6 +12,7 @@
 // Single-threaded; it serves commands from the judge until kOpExit or EOF.
 #pragma once
 
+#include <cstddef>
 #include <string>
 
 namespace pkforge::kernels {
@@ -31,5 +32,13 @@ struct RankOptions {
 
 // Returns the process exit code.
 int RankMain(const RankOptions& options);
+
+struct Reply;  // harness/protocol.h
+
+// Command-pipe I/O shared by the host and cuda rank processes: reads exactly
+// n bytes (false on EOF or error), and writes one Reply to kFdReply (stamping
+// the magic), exiting the process if the judge has gone away.
+bool ReadFull(int fd, void* buf, size_t n);
+void WriteReply(Reply* r);
 
 }  // namespace pkforge::kernels
