@@ -15,6 +15,7 @@
 #include "kernels/harness/judge.h"
 #include "kernels/harness/problem.h"
 #include "kernels/harness/rank.h"
+#include "kernels/harness/rank_flags.h"
 #include "pkforge/v1/common.pb.h"
 
 namespace {
@@ -169,16 +170,7 @@ int main(int argc, char** argv) {
 
   RankOptions ro;
   auto* rank = app.add_subcommand("rank", "internal: one rank process (started by launch)");
-  rank->add_option("--role", ro.role)->required();
-  rank->add_option("--rank", ro.rank)->required();
-  rank->add_option("--world-size", ro.world)->required();
-  rank->add_option("--problem", ro.problem)->required();
-  rank->add_option("--dtype", ro.dtype)->required();
-  rank->add_option("--dims", ro.dims)->required();
-  rank->add_option("--slots", ro.slots)->required();
-  rank->add_option("--scratch-bytes", ro.scratch_bytes)->required();
-  rank->add_option("--flag-count", ro.flag_count)->required();
-  rank->add_option("--candidate", ro.candidate);
+  pkforge::kernels::AddRankFlags(rank, &ro);
 
   bool list_json = false;
   auto* list = app.add_subcommand("list", "print the problem registry");

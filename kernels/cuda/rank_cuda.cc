@@ -35,6 +35,7 @@
 #include "kernels/cuda/references.h"
 #include "kernels/harness/protocol.h"
 #include "kernels/harness/rank.h"
+#include "kernels/harness/rank_flags.h"
 #include "kernels/harness/rng.h"
 #include "kernels/harness/shm.h"
 
@@ -452,16 +453,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   RankOptions ro;
   auto* rank = app.add_subcommand("rank", "one rank process");
-  rank->add_option("--role", ro.role)->required();
-  rank->add_option("--rank", ro.rank)->required();
-  rank->add_option("--world-size", ro.world)->required();
-  rank->add_option("--problem", ro.problem)->required();
-  rank->add_option("--dtype", ro.dtype)->required();
-  rank->add_option("--dims", ro.dims)->required();
-  rank->add_option("--slots", ro.slots)->required();
-  rank->add_option("--scratch-bytes", ro.scratch_bytes)->required();
-  rank->add_option("--flag-count", ro.flag_count)->required();
-  rank->add_option("--candidate", ro.candidate);
+  pkforge::kernels::AddRankFlags(rank, &ro);
   CLI11_PARSE(app, argc, argv);
   pkforge::kernels::cuda::CudaRank r(ro);
   return r.Main();
