@@ -32,5 +32,6 @@ void RegisterLocal(CLI::App& app, int* exit_code);
 void RegisterAnalysis(CLI::App& app, int* exit_code);  // jobs / trajectory / plateau on --db
 void RegisterVersion(CLI::App& app, int* exit_code);
 void RegisterLlm(CLI::App& app, int* exit_code);  // llm check
+void RegisterEval(CLI::App& app, int* exit_code);  // eval FILE on an executor
 
 }  // namespace pkforge::cli

@@ -14,6 +14,7 @@
 #include "google/protobuf/util/json_util.h"
 #include "kernels/harness/judge.h"
 #include "kernels/harness/problem.h"
+#include "kernels/harness/problem_info.h"
 #include "kernels/harness/rank.h"
 #include "kernels/harness/rank_flags.h"
 #include "pkforge/v1/common.pb.h"
@@ -23,25 +24,14 @@ namespace {
 using namespace pkforge::kernels;  // NOLINT: binary entry point
 
 int List(bool json) {
-  pkforge::v1::ListProblemsResponse resp;
-  for (const Problem* p : Problems()) {
-    pkforge::v1::ProblemInfo* info = resp.add_problems();
-    info->set_name(std::string(p->name));
-    info->set_category(std::string(p->category));
-    info->set_statement_markdown(std::string(ProblemPrompt(p->name)));
-    info->add_backends(pkforge::v1::BACKEND_HOST);
-    info->add_backends(pkforge::v1::BACKEND_CUDA);
-    for (pkf_dtype d : p->dtypes)
-      info->add_dtypes(d == PKF_F32 ? pkforge::v1::DTYPE_F32
-                       : d == PKF_F16 ? pkforge::v1::DTYPE_F16 : pkforge::v1::DTYPE_BF16);
-    info->add_size_presets("tiny");
-    info->add_size_presets("default");
-    for (const auto& d : p->dims) info->add_dims(d);
-    info->set_reference_source(std::string(ProblemReferenceSource(p->name)));
-    for (const auto& f : p->forbidden_calls) info->add_forbidden_calls(f);
-    info->set_min_world_size(p->min_world);
-    info->set_max_world_size(p->max_world);
+  pkforge::v1::ListProblemsRequest request;
+  request.set_include_reference_source(true);
+  auto listed = DescribeProblems(request);
+  if (!listed.ok()) {
+    fmt::print(stderr, "pkforge-worker list: {}\n", std::string(listed.status().message()));
+    return 2;
   }
+  const pkforge::v1::ListProblemsResponse& resp = *listed;
   if (json) {
     std::string out;
     (void)google::protobuf::util::MessageToJsonString(resp, &out);
@@ -166,6 +156,10 @@ int main(int argc, char** argv) {
   launch->add_option("--outlive-delay-ms", lo.outlive_delay_ms, "delay before re-reading outputs");
   launch->add_option("--reveal-seeds-after", lo.reveal_seeds_file,
                      "tests only: write the seeds here once every rank process is gone");
+  launch->add_flag("--skip-timing", lo.skip_timing, "correctness trials only");
+  launch->add_option("--hbm-gbps", lo.hbm_gbps, "measured HBM ceiling (GB/s) for the roofline");
+  launch->add_option("--link-gbps", lo.link_gbps, "measured interconnect ceiling (GB/s per GPU)");
+  launch->add_option("--tflops", lo.tflops, "measured compute ceiling (TFLOP/s)");
   launch->add_option("candidate", lo.candidate, "compiled candidate (.so)")->required();
 
   RankOptions ro;

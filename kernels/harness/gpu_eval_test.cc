@@ -1,11 +1,16 @@
 // End-to-end tests of the cuda backend (ctest label gpu). Every test skips
 // when no GPU is usable (CI builds with nvcc but has no GPU). World sizes
 // beyond 1 run when the machine has that many GPUs.
+#include <dirent.h>
 #include <sys/wait.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstdio>
+#include <fstream>
+#include <iostream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "fmt/format.h"
@@ -50,8 +55,10 @@ Launched Launch(const std::string& problem, const std::string& candidate, int wo
                 const std::string& extra = "", const std::string& dtype = "bf16") {
   const std::string cmd = fmt::format(
       "{} launch --problem {} --backend cuda --world-size {} --dtype {} --size tiny --trials 2 "
-      "--warmup 2 --iters 6 --timeout 120 --json {} {}/{}.so",
-      PKF_WORKER, problem, world, dtype, extra, PKF_CANDIDATES, candidate);
+      "--warmup 2 --iters 6 {} --json {} {}/{}.so",
+      PKF_WORKER, problem, world, dtype,
+      extra.find("--timeout") == std::string::npos ? "--timeout 120" : "", extra, PKF_CANDIDATES,
+      candidate);
   Launched l;
   const auto t0 = std::chrono::steady_clock::now();
   FILE* f = popen(cmd.c_str(), "r");
@@ -79,6 +86,46 @@ void ExpectCaught(const Launched& l, const std::string& check) {
   const auto* c = FindCheck(l.result, check);
   ASSERT_NE(c, nullptr) << check;
   EXPECT_FALSE(c->passed()) << c->detail();
+}
+
+// World sizes for the allreduce-based cheats: 1, and 2 when there are 2 GPUs.
+std::vector<int> CheatWorlds() { return Gpus() >= 2 ? std::vector<int>{1, 2} : std::vector<int>{1}; }
+
+// `pkforge-cuda-rank health --gpu N` (what the executor runs after a crash or
+// timeout): its exit code; output printed for the log.
+int Health(int gpu) {
+  const std::string cmd = fmt::format("{} health --gpu {} 2>&1", PKF_CUDA_RANK, gpu);
+  FILE* f = popen(cmd.c_str(), "r");
+  if (f == nullptr) return -1;
+  std::string out;
+  char buf[1024];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, f)) > 0) out.append(buf, n);
+  const int st = pclose(f);
+  std::cout << "health --gpu " << gpu << ": " << out;
+  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+// Processes whose command line contains `needle` (a candidate's path appears
+// in its rank processes' --candidate argument), after giving the kernel up to
+// 5 s to finish tearing down GPU contexts.
+int ProcessesMentioning(const std::string& needle) {
+  int found = 0;
+  for (int attempt = 0; attempt < 50; ++attempt) {
+    found = 0;
+    DIR* d = opendir("/proc");
+    if (d == nullptr) return -1;
+    while (dirent* e = readdir(d)) {
+      if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
+      std::ifstream f(std::string("/proc/") + e->d_name + "/cmdline", std::ios::binary);
+      std::string cmdline((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+      if (cmdline.find(needle) != std::string::npos) ++found;
+    }
+    closedir(d);
+    if (found == 0) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return found;
 }
 
 // The cuda reference agrees with the host oracle: the candidate is the host
@@ -172,6 +219,133 @@ TEST(GpuEval, DoingNothingAfterWarmupIsCaught) {
 TEST(GpuEval, ForgedEventTimingIsCaughtByTheJudgesClock) {
   REQUIRE_GPU();
   ExpectCaught(Launch("allreduce", "cheat_cuda_forge_timing", 1), "wallclock_crosscheck");
+}
+
+TEST(GpuEval, CachingByContentNeverHits) {
+  REQUIRE_GPU();
+  // The candidate returns 99 if it ever sees input contents twice (beyond the
+  // determinism re-run, which legitimately repeats the last trial's inputs).
+  for (int w : CheatWorlds()) {
+    Launched l = Launch("allreduce", "cheat_cuda_cache_by_content", w);
+    EXPECT_EQ(l.result.status(), Result::OK) << "w=" << w << "\n" << Describe(l);
+  }
+}
+
+TEST(GpuEval, PerturbedOutputIsWrongOutputWithDetails) {
+  REQUIRE_GPU();
+  for (int w : CheatWorlds()) {
+    Launched l = Launch("allreduce", "cheat_cuda_wrong_perturb", w, "", "f32");
+    ASSERT_EQ(l.result.status(), Result::WRONG_OUTPUT) << "w=" << w << "\n" << Describe(l);
+    EXPECT_EQ(l.exit_code, 1);
+    ASSERT_GE(l.result.correctness().checks_size(), 1);
+    const auto& c = l.result.correctness().checks(0);
+    EXPECT_EQ(c.rank(), w - 1);
+    EXPECT_EQ(c.trial(), 0);
+    EXPECT_EQ(c.output(), "y");
+    EXPECT_EQ(c.mismatches(), 1);
+    EXPECT_EQ(c.first_mismatch_index(), c.elements() / 2);
+    EXPECT_NEAR(c.actual() - c.expected(), 0.5, 1e-4);
+    EXPECT_FALSE(c.unwritten());
+    EXPECT_EQ(c.first_mismatch_coords_size(), 2);
+    EXPECT_NE(l.result.message().find("expected"), std::string::npos) << l.result.message();
+  }
+}
+
+TEST(GpuEval, UnwrittenOutputIsDetectedByPoison) {
+  REQUIRE_GPU();
+  for (int w : CheatWorlds()) {
+    Launched l = Launch("allreduce", "cheat_cuda_wrong_unwritten", w);
+    ASSERT_EQ(l.result.status(), Result::WRONG_OUTPUT) << "w=" << w << "\n" << Describe(l);
+    ASSERT_GE(l.result.correctness().checks_size(), 1);
+    const auto& c = l.result.correctness().checks(0);
+    EXPECT_TRUE(c.unwritten());
+    EXPECT_EQ(c.mismatches(), 1);
+    EXPECT_EQ(c.first_mismatch_index(), c.elements() - 1);
+    EXPECT_TRUE(std::isnan(c.actual()));
+    const auto* chk = FindCheck(l.result, "poison_unwritten");
+    ASSERT_NE(chk, nullptr);
+    EXPECT_FALSE(chk->passed());
+  }
+}
+
+// A device fault is a RUNTIME_ERROR naming the rank, the phase and the CUDA
+// error; the launcher returns promptly, leaves no rank process, and the GPU
+// passes the executor's health check afterwards.
+TEST(GpuEval, IllegalAddressIsRuntimeErrorNamingRankAndCudaError) {
+  REQUIRE_GPU();
+  for (int w : CheatWorlds()) {
+    Launched l = Launch("allreduce", "cheat_cuda_crash_illegal_address", w);
+    ASSERT_EQ(l.result.status(), Result::RUNTIME_ERROR) << "w=" << w << "\n" << Describe(l);
+    EXPECT_EQ(l.exit_code, 1);
+    ASSERT_GE(l.result.failures_size(), 1);
+    const auto& f = l.result.failures(0);
+    EXPECT_EQ(f.rank(), 0);
+    EXPECT_EQ(f.phase(), pkforge::v1::PHASE_CORRECTNESS);
+    EXPECT_NE(f.error().find("candidate rank 0"), std::string::npos) << f.error();
+    EXPECT_NE(f.error().find("cudaErrorIllegalAddress"), std::string::npos) << f.error();
+    EXPECT_NE(l.result.message().find("rank 0"), std::string::npos) << l.result.message();
+    EXPECT_LT(l.seconds, 60);
+    EXPECT_EQ(ProcessesMentioning("cheat_cuda_crash_illegal_address.so"), 0);
+    for (int g = 0; g < w; ++g) EXPECT_EQ(Health(g), 0) << "gpu " << g;
+  }
+}
+
+// A kernel that never ends (first timed iteration) is a TIMEOUT in
+// PHASE_TIMING with the stuck rank inside the candidate's code; the launcher
+// returns within the phase limit plus teardown, no rank process survives, and
+// the GPU is healthy again once the context is gone.
+TEST(GpuEval, HangingKernelIsTimeoutNamingThePhase) {
+  REQUIRE_GPU();
+  constexpr int kTimeoutS = 8;
+  for (int w : CheatWorlds()) {
+    Launched l = Launch("allreduce", "cheat_cuda_hang_kernel", w,
+                        fmt::format("--timeout {}", kTimeoutS));
+    ASSERT_EQ(l.result.status(), Result::TIMEOUT) << "w=" << w << "\n" << Describe(l);
+    EXPECT_EQ(l.exit_code, 1);
+    EXPECT_EQ(l.result.timeout().phase(), pkforge::v1::PHASE_TIMING);
+    EXPECT_EQ(l.result.timeout().limit_s(), kTimeoutS);
+    EXPECT_EQ(l.result.timeout().stuck_ranks_size(), w);
+    EXPECT_FALSE(l.result.timeout().deadlock());
+    ASSERT_GE(l.result.failures_size(), 1);
+    EXPECT_NE(l.result.failures(0).error().find("inside the candidate's code"), std::string::npos)
+        << l.result.failures(0).error();
+    EXPECT_NE(l.result.message().find("PHASE_TIMING"), std::string::npos) << l.result.message();
+    // Setup and correctness (each well under the limit), the timing phase's
+    // limit, then killing and reaping.
+    EXPECT_LT(l.seconds, 3 * kTimeoutS + 20);
+    std::cout << fmt::format("w={}: TIMEOUT returned after {:.1f} s (limit {} s per phase)\n", w,
+                             l.seconds, kTimeoutS);
+    EXPECT_EQ(ProcessesMentioning("cheat_cuda_hang_kernel.so"), 0);
+    for (int g = 0; g < w; ++g) EXPECT_EQ(Health(g), 0) << "gpu " << g;
+  }
+}
+
+TEST(GpuEval, SecretsAreNotInTheCandidateProcess) {
+  REQUIRE_GPU();
+  // World size 1 only: at larger sizes NCCL may stage reduced data through
+  // host shared memory (no P2P), which the scanner would rightly find.
+  const std::string seeds = ::testing::TempDir() + "/cuda_seeds.txt";
+  Launched l =
+      Launch("allreduce", "cheat_cuda_scan_secrets", 1, "--reveal-seeds-after " + seeds, "f32");
+  // 97: it found a seed or reference outputs; 98: its scanner failed the positive control.
+  EXPECT_EQ(l.result.status(), Result::OK) << Describe(l);
+  std::ifstream f(seeds);
+  int n = 0;
+  std::string line;
+  while (std::getline(f, line)) ++n;
+  EXPECT_GT(n, 2);  // the seeds existed (in the judge and reference ranks only)
+  const auto* c = FindCheck(l.result, "reference_isolation");
+  ASSERT_NE(c, nullptr);
+  EXPECT_TRUE(c->passed());
+}
+
+TEST(GpuEval, HostThreadLaunchingAfterTheCallIsCaught) {
+  REQUIRE_GPU();
+  for (int w : CheatWorlds()) {
+    Launched l = Launch("allreduce", "cheat_cuda_detached_thread", w);
+    ExpectCaught(l, "outlived_call");
+    if (const auto* c = FindCheck(l.result, "outlived_call")) std::cout << c->detail() << "\n";
+  }
 }
 
 // Evaluates in well under the 3 s target at world size 1 (5 trials + timing).

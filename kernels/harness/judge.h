@@ -38,6 +38,12 @@ struct LaunchOptions {
   std::string worker_exe = "/proc/self/exe";
   int outlive_delay_ms = 20;        // how long the judge waits before re-reading outputs
   std::string reveal_seeds_file;    // tests only: seeds written here after all ranks are gone
+  bool skip_timing = false;         // correctness trials only (no speedup, no roofline)
+  // Ceilings measured by the executor (DescribeDevice); 0: the built-in table
+  // (cuda) or a memcpy measurement (host).
+  double hbm_gbps = 0;
+  double link_gbps = 0;
+  double tflops = 0;
 };
 
 // Runs one evaluation. A non-OK status only for problems of the request

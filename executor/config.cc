@@ -1,0 +1,186 @@
+#include "executor/config.h"
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "common/status.h"
+#include "nlohmann/json.hpp"
+
+namespace pkforge::executor {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+template <typename T>
+absl::Status Get(const json& j, const char* key, T* out) {
+  try {
+    *out = j.get<T>();
+  } catch (const std::exception& e) {
+    return absl::InvalidArgumentError(absl::StrCat("config key '", key, "': ", e.what()));
+  }
+  return absl::OkStatus();
+}
+
+std::string FindOnPath(const std::string& name) {
+  const char* path = getenv("PATH");
+  if (path == nullptr) return "";
+  for (absl::string_view dir : absl::StrSplit(path, ':')) {
+    if (dir.empty()) continue;
+    fs::path candidate = fs::path(std::string(dir)) / name;
+    if (access(candidate.c_str(), X_OK) == 0) return candidate.string();
+  }
+  return "";
+}
+
+std::string FindTool(const std::string& name, const fs::path& self_dir) {
+  if (fs::path next = self_dir / name; access(next.c_str(), X_OK) == 0) return next.string();
+  if (std::string on_path = FindOnPath(name); !on_path.empty()) return on_path;
+  if (fs::path cuda = fs::path("/usr/local/cuda/bin") / name; access(cuda.c_str(), X_OK) == 0)
+    return cuda.string();
+  return "";
+}
+
+}  // namespace
+
+absl::Status MergeConfigFile(const std::string& path, ExecutorConfig* c) {
+  std::ifstream in(path);
+  if (!in) return absl::NotFoundError(absl::StrCat("config file ", path, ": cannot open"));
+  json j;
+  try {
+    j = json::parse(in);
+  } catch (const std::exception& e) {
+    return absl::InvalidArgumentError(absl::StrCat("config file ", path, ": ", e.what()));
+  }
+  if (!j.is_object())
+    return absl::InvalidArgumentError(absl::StrCat("config file ", path, ": not a JSON object"));
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    const std::string& k = it.key();
+    const json& v = it.value();
+    absl::Status s;
+#define PKF_FIELD(name) \
+  if (k == #name) {     \
+    s = Get(v, #name, &c->name); \
+  } else
+    PKF_FIELD(listen) PKF_FIELD(token_file) PKF_FIELD(tls_cert_file) PKF_FIELD(tls_key_file)
+    PKF_FIELD(metrics_listen) PKF_FIELD(executor_id) PKF_FIELD(log_format) PKF_FIELD(log_level)
+    PKF_FIELD(shutdown_grace_s) PKF_FIELD(data_dir) PKF_FIELD(cache_max_mb) PKF_FIELD(gpus)
+    PKF_FIELD(measure_ceilings) PKF_FIELD(host_slots) PKF_FIELD(max_host_world_size)
+    PKF_FIELD(nccl_nvls_enable) PKF_FIELD(worker_path) PKF_FIELD(cuda_rank_path) PKF_FIELD(nvcc)
+    PKF_FIELD(cxx) PKF_FIELD(kernels_include) PKF_FIELD(extra_include_dirs)
+    PKF_FIELD(library_path) PKF_FIELD(ncu_path) PKF_FIELD(sanitizer_path)
+    PKF_FIELD(compile_workers) PKF_FIELD(max_in_flight) PKF_FIELD(compile_timeout_ms)
+    PKF_FIELD(default_timeout_s) PKF_FIELD(max_timeout_s) PKF_FIELD(max_trials)
+    PKF_FIELD(max_iters) PKF_FIELD(max_source_bytes) PKF_FIELD(run_memory_mb) PKF_FIELD(tmpfs_mb) PKF_FIELD(max_file_mb)
+    PKF_FIELD(unsafe_no_sandbox) PKF_FIELD(run_as_uid) PKF_FIELD(run_as_gid) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("config file ", path, ": unknown key '", k, "'"));
+    }
+#undef PKF_FIELD
+    if (!s.ok()) return Annotate(s, absl::StrCat("config file ", path));
+  }
+  return absl::OkStatus();
+}
+
+bool IsLoopbackAddress(const std::string& host_port) {
+  if (host_port.rfind("unix:", 0) == 0) return true;
+  std::string host = host_port;
+  if (!host.empty() && host.front() == '[') {
+    host = host.substr(1, host.find(']') - 1);
+  } else if (auto colon = host.rfind(':'); colon != std::string::npos) {
+    host = host.substr(0, colon);
+  }
+  return host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
+}
+
+absl::StatusOr<std::vector<int>> ParseGpuList(const std::string& text) {
+  std::vector<int> out;
+  if (text == "all" || text == "none" || text.empty()) return out;
+  for (absl::string_view part : absl::StrSplit(text, ',')) {
+    int v = -1;
+    if (!absl::SimpleAtoi(part, &v) || v < 0 || v > 1023)
+      return absl::InvalidArgumentError(absl::StrCat("gpus: '", part, "' is not a GPU index"));
+    for (int seen : out)
+      if (seen == v) return absl::InvalidArgumentError(absl::StrCat("gpus: ", v, " listed twice"));
+    out.push_back(v);
+  }
+  return out;
+}
+
+absl::Status Finalize(ExecutorConfig* c, const std::string& self_exe) {
+  const fs::path self_dir = fs::path(self_exe).parent_path();
+  if (c->listen.empty()) return absl::InvalidArgumentError("listen: empty");
+  if (!IsLoopbackAddress(c->listen) && c->token_file.empty())
+    return absl::InvalidArgumentError(absl::StrCat(
+        "listen: ", c->listen,
+        " is not a loopback address; a bearer token is required (--token-file)"));
+  if (c->tls_cert_file.empty() != c->tls_key_file.empty())
+    return absl::InvalidArgumentError("tls_cert_file/tls_key_file: give both or neither");
+  if (c->log_format != "text" && c->log_format != "json")
+    return absl::InvalidArgumentError("log_format: text or json");
+  if (c->gpus != "all" && c->gpus != "none") RETURN_IF_ERROR(ParseGpuList(c->gpus).status());
+  if (c->host_slots < 1 || c->host_slots > 64)
+    return absl::InvalidArgumentError("host_slots: 1..64");
+  if (c->max_host_world_size < 1 || c->max_host_world_size > 256)
+    return absl::InvalidArgumentError("max_host_world_size: 1..256");
+  if (c->compile_workers < 0) return absl::InvalidArgumentError("compile_workers: >= 0");
+  if (c->compile_workers == 0)
+    c->compile_workers = std::max(1, static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN)));
+  if (c->max_in_flight < 1) return absl::InvalidArgumentError("max_in_flight: >= 1");
+  if (c->default_timeout_s <= 0 || c->max_timeout_s < c->default_timeout_s)
+    return absl::InvalidArgumentError("default_timeout_s/max_timeout_s: 0 < default <= max");
+  if (c->cache_max_mb < 16) return absl::InvalidArgumentError("cache_max_mb: at least 16");
+  if (c->data_dir.empty()) return absl::InvalidArgumentError("data_dir: empty");
+
+  if (c->worker_path.empty()) c->worker_path = FindTool("pkforge-worker", self_dir);
+  if (c->worker_path.empty() || access(c->worker_path.c_str(), X_OK) != 0)
+    return absl::FailedPreconditionError(absl::StrCat(
+        "worker_path: pkforge-worker not found or not executable ('", c->worker_path,
+        "'); it is looked for next to ", self_exe, " and on PATH"));
+  if (c->cuda_rank_path.empty()) {
+    fs::path next = fs::path(c->worker_path).parent_path() / "pkforge-cuda-rank";
+    if (access(next.c_str(), X_OK) == 0) c->cuda_rank_path = next.string();
+  }
+  if (c->nvcc == "none") {
+    c->nvcc.clear();
+  } else if (c->nvcc.empty()) {
+    c->nvcc = FindTool("nvcc", "/nonexistent");
+  }
+  if (c->kernels_include.empty()) {
+    // Build tree and bundle: <bin>/../include; source tree fallback for
+    // developers running from a build directory.
+    for (const fs::path& dir : {self_dir.parent_path() / "include",
+                                fs::path(PKFORGE_SOURCE_KERNELS_INCLUDE)}) {
+      if (fs::exists(dir / "pkforge" / "candidate.h")) {
+        c->kernels_include = dir.string();
+        break;
+      }
+    }
+  }
+  if (c->kernels_include.empty() ||
+      !fs::exists(fs::path(c->kernels_include) / "pkforge" / "candidate.h"))
+    return absl::FailedPreconditionError(absl::StrCat(
+        "kernels_include: no pkforge/candidate.h under '", c->kernels_include, "'"));
+  if (c->library_path.empty()) {
+    if (const char* ld = getenv("LD_LIBRARY_PATH")) c->library_path = ld;
+  }
+  if (c->ncu_path.empty()) c->ncu_path = FindTool("ncu", "/nonexistent");
+  if (c->sanitizer_path.empty()) c->sanitizer_path = FindTool("compute-sanitizer", "/nonexistent");
+  c->run_as_auto = c->run_as_uid == -2;
+  if (c->run_as_uid == -2) c->run_as_uid = geteuid() == 0 ? 65534 : -1;
+  if (c->run_as_gid == -2) c->run_as_gid = geteuid() == 0 ? 65534 : -1;
+  if (c->executor_id.empty()) {
+    char host[256] = {};
+    gethostname(host, sizeof host - 1);
+    c->executor_id = host;
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace pkforge::executor

@@ -1,0 +1,78 @@
+#include "executor/config.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#include "common/metrics.h"
+
+namespace pkforge::executor {
+namespace {
+namespace fs = std::filesystem;
+
+std::string WriteTemp(const std::string& name, const std::string& text) {
+  const fs::path p = fs::temp_directory_path() / (name + std::to_string(getpid()));
+  std::ofstream(p) << text;
+  return p.string();
+}
+
+TEST(Config, FileOverridesDefaultsAndRejectsUnknownKeys) {
+  ExecutorConfig c;
+  ASSERT_TRUE(MergeConfigFile(WriteTemp("cfg", R"({"listen":"127.0.0.1:7000","host_slots":3,
+      "extra_include_dirs":["/opt/x"]})"), &c).ok());
+  EXPECT_EQ(c.listen, "127.0.0.1:7000");
+  EXPECT_EQ(c.host_slots, 3);
+  EXPECT_EQ(c.extra_include_dirs, std::vector<std::string>{"/opt/x"});
+  auto s = MergeConfigFile(WriteTemp("cfg2", R"({"listne":"x"})"), &c);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("listne"), std::string::npos);
+  s = MergeConfigFile(WriteTemp("cfg3", R"({"host_slots":"three"})"), &c);
+  EXPECT_NE(s.message().find("host_slots"), std::string::npos);
+  EXPECT_FALSE(MergeConfigFile("/nonexistent/cfg.json", &c).ok());
+}
+
+TEST(Config, NonLoopbackNeedsAToken) {
+  EXPECT_TRUE(IsLoopbackAddress("127.0.0.1:1"));
+  EXPECT_TRUE(IsLoopbackAddress("localhost:1"));
+  EXPECT_TRUE(IsLoopbackAddress("[::1]:1"));
+  EXPECT_FALSE(IsLoopbackAddress("0.0.0.0:1"));
+  EXPECT_FALSE(IsLoopbackAddress("[::]:1"));
+  EXPECT_FALSE(IsLoopbackAddress("10.1.2.3:50051"));
+  ExecutorConfig c;
+  c.listen = "0.0.0.0:50051";
+  auto s = Finalize(&c, "/proc/self/exe");
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("token"), std::string::npos);
+}
+
+TEST(Config, GpuListsAreValidated) {
+  EXPECT_EQ(*ParseGpuList("0,2,3"), (std::vector<int>{0, 2, 3}));
+  EXPECT_FALSE(ParseGpuList("0,0").ok());
+  EXPECT_FALSE(ParseGpuList("a").ok());
+  EXPECT_TRUE(ParseGpuList("all")->empty());
+}
+
+TEST(Metrics, RendersPrometheusText) {
+  Metrics m;
+  m.Declare("x_total", "counter", "things");
+  m.Add("x_total", 2, "status=\"OK\"");
+  m.Add("x_total", 1, "status=\"OK\"");
+  m.Declare("q", "gauge", "queue");
+  m.SetCallback("q", [] { return 7.0; });
+  m.Declare("lat", "histogram", "latency", {0.1, 1});
+  m.Observe("lat", 0.05);
+  m.Observe("lat", 0.5);
+  m.Observe("lat", 5);
+  const std::string text = m.Render();
+  EXPECT_NE(text.find("# TYPE x_total counter\nx_total{status=\"OK\"} 3\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("q 7\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("lat_bucket{le=\"0.1\"} 1\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("lat_bucket{le=\"1\"} 2\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("lat_bucket{le=\"+Inf\"} 3\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("lat_count 3\n"), std::string::npos) << text;
+}
+
+}  // namespace
+}  // namespace pkforge::executor

@@ -1,0 +1,118 @@
+#include "executor/runtime.h"
+
+#include <sys/stat.h>
+
+#include <filesystem>
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "common/sha256.h"
+#include "common/status.h"
+
+namespace pkforge::executor {
+namespace fs = std::filesystem;
+
+namespace {
+// /usr (with the CUDA toolkit under /usr/local) is in every sandbox already.
+bool CoveredBySystemView(const fs::path& p) {
+  const std::string s = p.string();
+  return s == "/usr" || s.rfind("/usr/", 0) == 0 || s.rfind("/lib", 0) == 0;
+}
+}  // namespace
+
+Runtime::Runtime(const ExecutorConfig& config, const sandbox::Sandbox* sandbox)
+    : config_(config), sandbox_(sandbox) {
+  std::set<std::string> ro;
+  auto add = [&](const std::string& path) {
+    if (path.empty()) return;
+    std::error_code ec;
+    fs::path canonical = fs::weakly_canonical(path, ec);
+    if (ec || !fs::exists(canonical) || CoveredBySystemView(canonical)) return;
+    ro.insert(canonical.string());
+    // A symlinked path (e.g. a bundle mapped onto the build path) must be
+    // visible under the name the tools use too.
+    fs::path given = fs::absolute(path, ec);
+    if (!ec && given != canonical && !CoveredBySystemView(given)) ro.insert(given.string());
+  };
+  add(fs::path(config.worker_path).parent_path().string());
+  if (!config.cuda_rank_path.empty()) add(fs::path(config.cuda_rank_path).parent_path().string());
+  for (absl::string_view dir : absl::StrSplit(config.library_path, ':', absl::SkipEmpty()))
+    add(std::string(dir));
+  add(config.kernels_include);
+  for (const auto& d : config.extra_include_dirs) add(d);
+  if (!config.ncu_path.empty()) add(fs::path(config.ncu_path).parent_path().parent_path().string());
+  ro_paths_.assign(ro.begin(), ro.end());
+
+  base_env_ = {"PATH=/usr/local/cuda/bin:/usr/bin:/bin", "HOME=/tmp", "TMPDIR=/tmp", "LANG=C.UTF-8",
+               // Eager loading keeps module loading out of the first timed call.
+               "CUDA_MODULE_LOADING=EAGER",
+               absl::StrCat("NCCL_NVLS_ENABLE=", config.nccl_nvls_enable ? 1 : 0)};
+  if (!config.library_path.empty())
+    base_env_.push_back(absl::StrCat("LD_LIBRARY_PATH=", config.library_path));
+}
+
+sandbox::SandboxPolicy Runtime::Policy(const std::string& scratch_dir,
+                                       const std::vector<int>& gpus, int64_t timeout_ms) const {
+  sandbox::SandboxPolicy p;
+  p.scratch_dir = scratch_dir;
+  p.ro_paths = ro_paths_;
+  p.gpu = !gpus.empty();
+  p.env = base_env_;
+  if (!gpus.empty()) p.env.push_back(absl::StrCat("CUDA_VISIBLE_DEVICES=", absl::StrJoin(gpus, ",")));
+  p.timeout_ms = timeout_ms;
+  p.cpu_seconds = std::max<int64_t>(60, timeout_ms / 1000 * 2);
+  p.max_file_mb = config_.max_file_mb;
+  p.max_open_files = 4096;
+  p.max_procs = 4096;  // ranks x (CUDA + NCCL threads)
+  p.max_memory_mb = config_.run_memory_mb;
+  p.tmpfs_mb = config_.tmpfs_mb;
+  p.max_output_bytes = 4 << 20;
+  p.unsafe_no_sandbox = config_.unsafe_no_sandbox;
+  return p;
+}
+
+absl::StatusOr<sandbox::SandboxResult> Runtime::Run(const std::vector<std::string>& argv,
+                                                    const std::string& scratch_dir,
+                                                    const std::vector<int>& gpus,
+                                                    int64_t timeout_ms) const {
+  return sandbox_->Run(argv, Policy(scratch_dir, gpus, timeout_ms));
+}
+
+absl::StatusOr<std::string> SandboxRoot(const ExecutorConfig& config) {
+  std::error_code ec;
+  const fs::path data = fs::absolute(config.data_dir, ec);
+  if (ec) return absl::InternalError(absl::StrCat("data_dir ", config.data_dir, ": ", ec.message()));
+  bool searchable = true;
+  if (config.run_as_uid >= 0 && !config.unsafe_no_sandbox) {
+    for (fs::path p = data; !p.empty(); p = p.parent_path()) {
+      struct stat st;
+      if (stat(p.c_str(), &st) == 0 && (st.st_mode & S_IXOTH) == 0) searchable = false;
+      if (p == p.root_path()) break;
+    }
+  }
+  if (searchable) return data.string();
+  const std::string root =
+      absl::StrCat("/tmp/pkforge-executor-", Sha256Hex(data.string()).substr(0, 12));
+  if (mkdir(root.c_str(), 0711) != 0 && errno != EEXIST) return ErrnoError("mkdir " + root, errno);
+  struct stat st;
+  if (lstat(root.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid())
+    return absl::FailedPreconditionError(
+        absl::StrCat(root, " exists and is not a folder owned by this user: remove it"));
+  chmod(root.c_str(), 0711);
+  return root;
+}
+
+absl::StatusOr<std::string> MakeScratchDir(const std::string& parent, const std::string& name) {
+  std::error_code ec;
+  fs::create_directories(parent, ec);
+  if (ec) return absl::InternalError(absl::StrCat("create ", parent, ": ", ec.message()));
+  // Traversable (not listable) so a candidate uid can reach its own folder.
+  chmod(parent.c_str(), 0711);
+  const std::string dir = (fs::path(parent) / name).string();
+  if (mkdir(dir.c_str(), 0700) != 0) return ErrnoError(absl::StrCat("mkdir ", dir), errno);
+  return dir;
+}
+
+}  // namespace pkforge::executor
