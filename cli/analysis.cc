@@ -1,8 +1,9 @@
-// Offline analysis commands that read a trajectory database directly, with no
-// server running (researchers analyse finished runs): `pkforge jobs --db`,
-// `pkforge trajectory JOB --db`, `pkforge plateau --db`. The same commands will
-// talk to a running orchestrator once it exists (issue #7); until then --db is
-// required and its absence is a usage error that says so.
+// Analysis commands: `pkforge jobs`, `pkforge trajectory JOB`, `pkforge
+// plateau`. With --db PATH they read a trajectory database directly, with no
+// server running (researchers analyse finished runs offline); without it they
+// ask a running orchestrator (ListJobs, GetTrajectory, AnalyzePlateau, see
+// cli/remote.h). Both paths print the same tables and JSON: remote answers
+// are converted to the storage records the offline path prints.
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -11,8 +12,10 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "cli/commands.h"
+#include "cli/remote.h"
 #include "common/clock.h"
 #include "common/status.h"
 #include "nlohmann/json.hpp"
@@ -28,10 +31,7 @@ using storage::JobFilter;
 using storage::TrajectoryStore;
 
 absl::StatusOr<std::unique_ptr<TrajectoryStore>> OpenDb(const std::string& db) {
-  if (db.empty()) {
-    return absl::InvalidArgumentError(
-        "--db PATH is required (talking to a running orchestrator arrives with issue #7)");
-  }
+  if (db.empty()) return absl::InvalidArgumentError("--db PATH is required");
   // Opening migrates an older schema; a missing file must not be created by a
   // read-only command, so check first.
   std::ifstream probe(db);
@@ -73,14 +73,88 @@ struct FilterOptions {
 
 struct JobsOptions {
   std::string db;
+  RemoteOptions remote;
   FilterOptions filter;
   bool json = false;
 };
 
+// ------------------------------------------------- remote -> storage records
+
+std::string KindName(v1::AgentKind k) {
+  return k == v1::AGENT_KIND_LLM ? "llm" : k == v1::AGENT_KIND_SEARCH ? "search" : "replay";
+}
+
+std::string StrategyOf(const v1::AgentConfig& a) {
+  if (a.kind() == v1::AGENT_KIND_SEARCH) {
+    return a.search_algorithm().empty() ? "successive_halving" : a.search_algorithm();
+  }
+  if (a.kind() == v1::AGENT_KIND_REPLAY) return "replay";
+  return a.strategy().kind() == v1::STRATEGY_BEST_OF_N ? "best_of_n"
+         : a.strategy().kind() == v1::STRATEGY_TREE    ? "tree"
+                                                       : "sequential";
+}
+
+storage::JobRecord RecordOf(const v1::Job& j) {
+  storage::JobRecord r;
+  r.id = j.id();
+  r.problem = j.spec().problem();
+  r.backend = j.spec().backend() == v1::BACKEND_CUDA ? "cuda" : "host";
+  r.world_size = j.spec().world_size();
+  r.agent_kind = KindName(j.spec().agent().kind());
+  r.model = j.spec().agent().kind() == v1::AGENT_KIND_LLM ? j.spec().agent().llm().model() : "";
+  r.strategy = StrategyOf(j.spec().agent());
+  r.label = j.spec().label();
+  const v1::JobState states[] = {v1::JOB_STATE_QUEUED,    v1::JOB_STATE_RUNNING,
+                                 v1::JOB_STATE_SUCCEEDED, v1::JOB_STATE_FAILED,
+                                 v1::JOB_STATE_CANCELLED, v1::JOB_STATE_INTERRUPTED};
+  for (int i = 0; i < 6; ++i) {
+    if (j.state() == states[i]) r.state = static_cast<storage::JobState>(i);
+  }
+  r.created_wall_us = j.created_wall_us();
+  r.started_wall_us = j.started_wall_us();
+  r.finished_wall_us = j.finished_wall_us();
+  r.budget_wall_s = j.spec().budget().wall_seconds();
+  r.error = j.error();
+  if (j.has_best_speedup()) r.best_speedup = j.best_speedup();
+  r.best_evaluation_id = j.best_evaluation_id();
+  return r;
+}
+
+absl::StatusOr<std::vector<storage::JobRecord>> RemoteJobs(const JobsOptions& o) {
+  ASSIGN_OR_RETURN(Remote remote, Remote::Connect(o.remote));
+  std::vector<storage::JobRecord> out;
+  v1::ListJobsRequest req;
+  req.set_problem(o.filter.problem);
+  req.set_model(o.filter.model);
+  req.set_label(o.filter.label);
+  req.set_page_size(1000);
+  while (true) {
+    v1::ListJobsResponse resp;
+    auto ctx = remote.Context();
+    grpc::Status st = remote.stub()->ListJobs(ctx.get(), req, &resp);
+    if (!st.ok()) return RemoteError(remote, st);
+    for (const auto& j : resp.jobs()) {
+      storage::JobRecord r = RecordOf(j);
+      // The API filters by problem, model and label; the rest here.
+      if (!o.filter.strategy.empty() && r.strategy != o.filter.strategy) continue;
+      if (!o.filter.agent.empty() && r.agent_kind != o.filter.agent) continue;
+      out.push_back(std::move(r));
+    }
+    if (resp.next_page_token().empty()) break;
+    req.set_page_token(resp.next_page_token());
+  }
+  return out;
+}
+
 int RunJobs(const JobsOptions& o) {
-  auto store = OpenDb(o.db);
-  if (!store.ok()) return ReportStatus("jobs", store.status());
-  auto jobs = (*store)->ListJobs(o.filter.ToFilter());
+  absl::StatusOr<std::vector<storage::JobRecord>> jobs;
+  if (o.db.empty()) {
+    jobs = RemoteJobs(o);
+  } else {
+    auto store = OpenDb(o.db);
+    if (!store.ok()) return ReportStatus("jobs", store.status());
+    jobs = (*store)->ListJobs(o.filter.ToFilter());
+  }
   if (!jobs.ok()) return ReportStatus("jobs", jobs.status());
   if (o.json) {
     nlohmann::json out = nlohmann::json::array();
@@ -118,16 +192,56 @@ int RunJobs(const JobsOptions& o) {
 
 struct TrajectoryOptions {
   std::string db;
+  RemoteOptions remote;
   std::string job_id;
   std::string format = "table";
 };
 
+absl::Status RemoteTrajectory(const TrajectoryOptions& o, storage::JobRecord* job,
+                              std::vector<storage::EvaluationRecord>* evals) {
+  ASSIGN_OR_RETURN(Remote remote, Remote::Connect(o.remote));
+  v1::GetTrajectoryRequest req;
+  req.set_job_id(o.job_id);
+  v1::Trajectory traj;
+  auto ctx = remote.Context();
+  grpc::Status st = remote.stub()->GetTrajectory(ctx.get(), req, &traj);
+  if (!st.ok()) return RemoteError(remote, st);
+  *job = RecordOf(traj.job());
+  for (const auto& e : traj.evaluations()) {
+    storage::EvaluationRecord r;
+    r.id = e.id();
+    r.job_id = job->id;
+    r.turn_id = e.turn_id();
+    r.candidate_sha256 = e.candidate_sha256();
+    r.status = v1::EvaluationResult::Status_Name(e.status());
+    r.correct = e.status() == v1::EvaluationResult::OK;
+    if (e.has_speedup()) r.speedup = e.speedup();
+    r.executor = e.executor();
+    r.queue_ms = e.stages().queue_ms();
+    r.compile_ms = e.stages().compile_ms();
+    r.run_ms = e.stages().run_ms();
+    r.elapsed_ms = e.elapsed_ms();
+    evals->push_back(std::move(r));
+  }
+  return absl::OkStatus();
+}
+
 int RunTrajectory(const TrajectoryOptions& o) {
-  auto store = OpenDb(o.db);
-  if (!store.ok()) return ReportStatus("trajectory", store.status());
-  auto job = (*store)->GetJob(o.job_id);
-  if (!job.ok()) return ReportStatus("trajectory", job.status());
-  auto evals = (*store)->ListEvaluations(o.job_id);
+  absl::StatusOr<storage::JobRecord> job;
+  absl::StatusOr<std::vector<storage::EvaluationRecord>> evals;
+  if (o.db.empty()) {
+    storage::JobRecord j;
+    std::vector<storage::EvaluationRecord> e;
+    if (auto s = RemoteTrajectory(o, &j, &e); !s.ok()) return ReportStatus("trajectory", s);
+    job = std::move(j);
+    evals = std::move(e);
+  } else {
+    auto store = OpenDb(o.db);
+    if (!store.ok()) return ReportStatus("trajectory", store.status());
+    job = (*store)->GetJob(o.job_id);
+    if (!job.ok()) return ReportStatus("trajectory", job.status());
+    evals = (*store)->ListEvaluations(o.job_id);
+  }
   if (!evals.ok()) return ReportStatus("trajectory", evals.status());
   storage::JobTrajectory traj =
       storage::TrajectoryFromRecords(*job, *evals, SystemClock::Get()->NowWallMicros());
@@ -187,6 +301,7 @@ int RunTrajectory(const TrajectoryOptions& o) {
 
 struct PlateauCliOptions {
   std::string db;
+  RemoteOptions remote;
   FilterOptions filter;
   std::vector<std::string> job_ids;
   double epsilon = 0.01;
@@ -216,7 +331,87 @@ absl::StatusOr<std::vector<double>> ParseDoubles(const std::string& text, const 
   return out;
 }
 
+// Without --db: the orchestrator computes the report (AnalyzePlateau).
+int RunRemotePlateau(const PlateauCliOptions& o) {
+  if (!o.csv.empty() || !o.curves_csv.empty()) {
+    return ReportStatus("plateau", absl::InvalidArgumentError(
+                                       "--csv and --curves-csv need --db (or use --json)"));
+  }
+  auto remote = Remote::Connect(o.remote);
+  if (!remote.ok()) return ReportStatus("plateau", remote.status());
+  v1::AnalyzePlateauRequest req;
+  auto* sel = req.mutable_jobs();
+  for (const auto& id : o.job_ids) sel->add_job_ids(id);
+  sel->set_problem(o.filter.problem);
+  sel->set_model(o.filter.model);
+  sel->set_strategy(o.filter.strategy);
+  sel->set_agent_kind(o.filter.agent);
+  sel->set_label(o.filter.label);
+  req.set_epsilon(o.epsilon);
+  req.set_window_s(o.window_s);
+  if (o.axis != "elapsed" && o.axis != "active") {
+    return ReportStatus("plateau", absl::InvalidArgumentError("--axis: expected elapsed or active"));
+  }
+  req.set_axis(o.axis == "active" ? v1::TIME_AXIS_ACTIVE : v1::TIME_AXIS_ELAPSED);
+  if (!o.group_by.empty() && o.group_by != "none") {
+    for (absl::string_view k : absl::StrSplit(o.group_by, ',')) req.add_group_by(std::string(k));
+  }
+  auto ps = ParseDoubles(o.fast_p, "--fast-p");
+  if (!ps.ok()) return ReportStatus("plateau", ps.status());
+  for (double p : *ps) req.add_fast_p(p);
+  auto budgets = ParseDoubles(o.budgets, "--budgets");
+  if (!budgets.ok()) return ReportStatus("plateau", budgets.status());
+  for (double b : *budgets) req.add_budgets_s(b);
+  req.set_include_svg(!o.svg.empty());
+  req.set_include_curves(o.json);
+  v1::PlateauReport report;
+  auto ctx = remote->Context(120);
+  grpc::Status st = remote->stub()->AnalyzePlateau(ctx.get(), req, &report);
+  if (!st.ok()) return ReportStatus("plateau", RemoteError(*remote, st));
+  if (!o.svg.empty()) {
+    std::ofstream out(o.svg, std::ios::binary | std::ios::trunc);
+    out << report.svg();
+    if (!out) return ReportStatus("plateau", absl::UnavailableError("writing " + o.svg + " failed"));
+    report.clear_svg();
+  }
+  if (o.json) {
+    std::printf("%s\n", ToJsonText(report).c_str());
+    return kExitOk;
+  }
+  auto opt = [](bool has, double v, const char* fmt = "%.3f") {
+    return has ? Fmt(std::optional<double>(v), fmt) : std::string("-");
+  };
+  std::printf("%-31s %-16s %-16s %8s %10s %10s %10s\n", "JOB", "PROBLEM", "MODEL", "FINAL",
+              "FIRST_OK_S", "ONSET_S", "DURATION_S");
+  for (const auto& j : report.jobs()) {
+    std::printf("%-31s %-16s %-16s %8s %10s %10s %10.1f\n", j.job_id().c_str(),
+                j.problem().c_str(), j.model().empty() ? "-" : j.model().c_str(),
+                opt(j.has_final_best(), j.final_best()).c_str(),
+                opt(j.has_first_correct_s(), j.first_correct_s(), "%.1f").c_str(),
+                opt(j.has_plateau_onset_s(), j.plateau_onset_s(), "%.1f").c_str(), j.duration_s());
+  }
+  std::printf("\n%-40s %5s %8s %12s %12s %12s\n", "GROUP", "JOBS", "CORRECT", "MEDIAN_BEST",
+              "MEDIAN_ONSET", "MEDIAN_1ST");
+  for (const auto& g : report.groups()) {
+    std::vector<std::string> parts;
+    for (const auto& [k, v] : g.key()) parts.push_back(v.empty() ? "(none)" : v);
+    std::string name = parts.empty() ? "all" : absl::StrJoin(parts, " / ");
+    std::printf("%-40s %5d %7.0f%% %12s %12s %12s\n", name.c_str(), g.jobs(),
+                100 * g.share_correct(),
+                opt(g.has_median_final_best(), g.median_final_best()).c_str(),
+                opt(g.has_median_onset_s(), g.median_onset_s(), "%.1f").c_str(),
+                opt(g.has_median_first_correct_s(), g.median_first_correct_s(), "%.1f").c_str());
+  }
+  for (const auto& t : report.truncation()) {
+    std::printf("budget %.1fs: %.0f%% of %d correct, median best %s, geomean %s\n", t.budget_s(),
+                100 * t.share_correct(), t.jobs(), opt(t.has_median_best(), t.median_best()).c_str(),
+                opt(t.has_geomean_best(), t.geomean_best()).c_str());
+  }
+  return kExitOk;
+}
+
 int RunPlateau(const PlateauCliOptions& o) {
+  if (o.db.empty()) return RunRemotePlateau(o);
   auto store = OpenDb(o.db);
   if (!store.ok()) return ReportStatus("plateau", store.status());
   storage::PlateauOptions opts;
@@ -318,6 +513,7 @@ void RegisterAnalysis(CLI::App& app, int* exit_code) {
     auto o = std::make_shared<JobsOptions>();
     CLI::App* cmd = app.add_subcommand("jobs", "List jobs");
     cmd->add_option("--db", o->db, "Trajectory database file (offline, no server)");
+    o->remote.Add(cmd);
     o->filter.Add(cmd);
     cmd->add_flag("--json", o->json, "JSON output");
     cmd->callback([o, exit_code] { *exit_code = RunJobs(*o); });
@@ -327,6 +523,7 @@ void RegisterAnalysis(CLI::App& app, int* exit_code) {
     CLI::App* cmd = app.add_subcommand("trajectory", "Every evaluation of a job, in time order");
     cmd->add_option("job", o->job_id, "Job id")->required();
     cmd->add_option("--db", o->db, "Trajectory database file (offline, no server)");
+    o->remote.Add(cmd);
     cmd->add_option("--format", o->format, "table | json | csv")
         ->check(CLI::IsMember({"table", "json", "csv"}))
         ->capture_default_str();
@@ -337,6 +534,7 @@ void RegisterAnalysis(CLI::App& app, int* exit_code) {
     CLI::App* cmd = app.add_subcommand(
         "plateau", "Best-so-far curves, plateau onset, fast_p and budget truncation");
     cmd->add_option("--db", o->db, "Trajectory database file (offline, no server)");
+    o->remote.Add(cmd);
     o->filter.Add(cmd);
     cmd->add_option("--job", o->job_ids, "Analyse these jobs (repeatable) instead of filters");
     cmd->add_option("--epsilon", o->epsilon, "Relative improvement below which it is a plateau")

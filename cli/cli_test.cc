@@ -168,9 +168,11 @@ TEST_F(CliTest, PlateauReportJsonSvgAndCsv) {
 
 TEST_F(CliTest, BadInputGetsClearErrorsAndExitCodes) {
   Populate();
-  CmdResult no_db = Pkforge("plateau");
-  EXPECT_EQ(no_db.code, 2) << no_db.out;
-  EXPECT_NE(no_db.out.find("--db PATH is required"), std::string::npos) << no_db.out;
+  // Without --db the analysis commands ask the orchestrator; none listens on
+  // port 1, which is "unavailable" (exit 4) with a hint, not a crash.
+  CmdResult no_db = Pkforge("plateau --orchestrator 127.0.0.1:1");
+  EXPECT_EQ(no_db.code, 4) << no_db.out;
+  EXPECT_NE(no_db.out.find("is pkforge-orchestrator running?"), std::string::npos) << no_db.out;
   CmdResult missing = Pkforge("jobs --db " + (dir_ / "nope.db").string());
   EXPECT_EQ(missing.code, 3) << missing.out;
   EXPECT_FALSE(fs::exists(dir_ / "nope.db"));  // a read command creates nothing

@@ -33,5 +33,6 @@ void RegisterAnalysis(CLI::App& app, int* exit_code);  // jobs / trajectory / pl
 void RegisterVersion(CLI::App& app, int* exit_code);
 void RegisterLlm(CLI::App& app, int* exit_code);  // llm check
 void RegisterEval(CLI::App& app, int* exit_code);  // eval FILE on an executor
+void RegisterRemote(CLI::App& app, int* exit_code);  // submit/watch/show/cancel/problems/executors
 
 }  // namespace pkforge::cli

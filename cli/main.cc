@@ -16,6 +16,7 @@ int main(int argc, char** argv) {
   pkforge::cli::RegisterVersion(app, &exit_code);
   pkforge::cli::RegisterLlm(app, &exit_code);
   pkforge::cli::RegisterEval(app, &exit_code);
+  pkforge::cli::RegisterRemote(app, &exit_code);
   (void)pkforge::InitLogging({.level = "warn", .name = "pkforge"});
   try {
     app.parse(argc, argv);

@@ -413,6 +413,8 @@ class SqliteTrajectoryStore final : public TrajectoryStore {
                                                       int32_t limit) override;
   absl::StatusOr<int64_t> LastEventSeq(std::string_view job_id) override;
 
+  absl::StatusOr<JobStats> GetJobStats(std::string_view job_id) override;
+
  private:
   // One AppendEvent caller's slot in the group-commit queue. Lives on the
   // caller's stack; the leader fills seq/status, then sets done under
@@ -985,6 +987,48 @@ absl::StatusOr<int64_t> SqliteTrajectoryStore::LastEventSeq(std::string_view job
   ASSIGN_OR_RETURN(bool row, st.Step());
   if (!row || st.Int64(0) == 0) return Annotate(JobNotFound(job_id), "LastEventSeq");
   return st.Int64(1);
+}
+
+// --------------------------------------------------------------- summaries
+
+absl::StatusOr<JobStats> SqliteTrajectoryStore::GetJobStats(std::string_view job_id) {
+  RETURN_IF_ERROR(Annotate(RequireId("job_id", job_id, "job"), "GetJobStats"));
+  ReadPool::Lease conn = readers_.Acquire();
+  // One statement runs in one implicit read transaction, so the numbers agree
+  // with each other even while the writer appends.
+  ASSIGN_OR_RETURN(
+      Statement st,
+      (*conn).Prepare(
+          "SELECT EXISTS (SELECT 1 FROM jobs WHERE id = ?1), "
+          "(SELECT COUNT(*) FROM turns WHERE job_id = ?1), "
+          "(SELECT COUNT(*) FROM llm_calls WHERE job_id = ?1), "
+          "(SELECT COALESCE(SUM(prompt_tokens + completion_tokens), 0) FROM llm_calls "
+          "   WHERE job_id = ?1), "
+          "(SELECT COALESCE(SUM(cost_usd), 0.0) FROM llm_calls WHERE job_id = ?1), "
+          "(SELECT COUNT(*) FROM evaluations WHERE job_id = ?1), "
+          "(SELECT status FROM evaluations WHERE job_id = ?1 "
+          "   ORDER BY elapsed_ms DESC, rowid DESC LIMIT 1), "
+          "(SELECT e.candidate_sha256 FROM jobs j JOIN evaluations e "
+          "   ON e.id = j.best_evaluation_id WHERE j.id = ?1), "
+          "(SELECT e.roofline_fraction FROM jobs j JOIN evaluations e "
+          "   ON e.id = j.best_evaluation_id WHERE j.id = ?1), "
+          "(SELECT MAX(seq) FROM events WHERE job_id = ?1), "
+          "(SELECT elapsed_ms FROM events WHERE job_id = ?1 ORDER BY seq DESC LIMIT 1)"));
+  st.Bind(1, job_id);
+  ASSIGN_OR_RETURN(bool row, st.Step());
+  if (!row || st.Int64(0) == 0) return Annotate(JobNotFound(job_id), "GetJobStats");
+  JobStats s;
+  s.turns = static_cast<int32_t>(st.Int64(1));
+  s.llm_calls = static_cast<int32_t>(st.Int64(2));
+  s.tokens = st.Int64(3);
+  s.cost_usd = st.Double(4);
+  s.evaluations = static_cast<int32_t>(st.Int64(5));
+  s.last_evaluation_status = st.IsNull(6) ? "" : st.Text(6);
+  s.best_candidate_sha256 = st.IsNull(7) ? "" : st.Text(7);
+  s.best_roofline_fraction = st.OptionalDouble(8);
+  s.last_event_seq = st.IsNull(9) ? 0 : st.Int64(9);
+  s.last_event_elapsed_ms = st.IsNull(10) ? 0 : st.Int64(10);
+  return s;
 }
 
 // --------------------------------------------------------------------- open

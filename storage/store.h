@@ -150,6 +150,21 @@ struct JobFilter {
   std::string after_id;  // pagination: ids sort by creation time
 };
 
+// Aggregates of one job's trajectory for job summaries (GetJob, ListJobs),
+// computed by SQL without loading any text (prompts, sources, results).
+struct JobStats {
+  int32_t turns = 0;
+  int32_t llm_calls = 0;
+  int32_t evaluations = 0;  // rows of `evaluations` (results only)
+  int64_t tokens = 0;       // prompt + completion tokens of every LLM call
+  double cost_usd = 0;
+  std::string last_evaluation_status;  // latest evaluation in elapsed order, "" when none
+  std::string best_candidate_sha256;   // candidate of jobs.best_evaluation_id, "" when none
+  std::optional<double> best_roofline_fraction;  // of that evaluation
+  int64_t last_event_seq = 0;                    // 0 when the job has no events
+  int64_t last_event_elapsed_ms = 0;
+};
+
 class TrajectoryStore {
  public:
   struct Options {
@@ -207,6 +222,10 @@ class TrajectoryStore {
                                                               int32_t limit = 10000) = 0;
   // Highest seq of the job (0 when it has no events).
   virtual absl::StatusOr<int64_t> LastEventSeq(std::string_view job_id) = 0;
+
+  // --- summaries ---
+  // NOT_FOUND for an unknown job. One consistent snapshot (one read transaction).
+  virtual absl::StatusOr<JobStats> GetJobStats(std::string_view job_id) = 0;
 };
 
 }  // namespace pkforge::storage

@@ -657,6 +657,66 @@ TEST_F(StoreTest, EventsGetSequentialSeqsAndReadAfterWithLimit) {
   EXPECT_EQ(*store_->AppendEvent(MakeEvent(a, "{}", "job_finished")), 21);
 }
 
+TEST_F(StoreTest, JobStatsAggregateTheTrajectory) {
+  std::string job = NewJob();
+  auto empty = store_->GetJobStats(job);
+  ASSERT_TRUE(empty.ok()) << empty.status();
+  EXPECT_EQ(empty->turns, 0);
+  EXPECT_EQ(empty->evaluations, 0);
+  EXPECT_EQ(empty->tokens, 0);
+  EXPECT_EQ(empty->last_evaluation_status, "");
+  EXPECT_EQ(empty->best_candidate_sha256, "");
+  EXPECT_FALSE(empty->best_roofline_fraction.has_value());
+  EXPECT_EQ(empty->last_event_seq, 0);
+
+  TurnRecord t0{NewId("turn"), job, 0, 1000, 10, ""};
+  TurnRecord t1{NewId("turn"), job, 1, 2000, 20, ""};
+  ASSERT_TRUE(store_->AddTurn(t0).ok());
+  ASSERT_TRUE(store_->AddTurn(t1).ok());
+  for (int i = 0; i < 2; ++i) {
+    LlmCallRecord call;
+    call.id = NewId("llm");
+    call.job_id = job;
+    call.provider = "openai";
+    call.model = "gpt-x";
+    call.prompt_tokens = 100;
+    call.completion_tokens = 20 + i;
+    call.cost_usd = 0.25;
+    ASSERT_TRUE(store_->AddLlmCall(call).ok());
+  }
+  CandidateRecord fast = MakeCandidate("fast kernel");
+  CandidateRecord slow = MakeCandidate("slow kernel");
+  ASSERT_TRUE(store_->PutCandidate(fast).ok());
+  ASSERT_TRUE(store_->PutCandidate(slow).ok());
+  EvaluationRecord best = MakeEval(job, fast.sha256, 2.0, true, 100);
+  best.roofline_fraction = 0.75;
+  ASSERT_TRUE(store_->AddEvaluation(best).ok());
+  ASSERT_TRUE(store_->AddEvaluation(MakeEval(job, slow.sha256, std::nullopt, false, 200)).ok());
+  ASSERT_TRUE(store_->AppendEvent(MakeEvent(job, "{}")).ok());
+  EventRecord last = MakeEvent(job, "{}");
+  last.elapsed_ms = 777;
+  ASSERT_TRUE(store_->AppendEvent(last).ok());
+  // Another job's rows must not leak into the aggregate.
+  std::string other = NewJob();
+  ASSERT_TRUE(store_->AddEvaluation(MakeEval(other, fast.sha256, 9.0, true, 50)).ok());
+
+  auto s = store_->GetJobStats(job);
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ(s->turns, 2);
+  EXPECT_EQ(s->llm_calls, 2);
+  EXPECT_EQ(s->tokens, 100 + 20 + 100 + 21);
+  EXPECT_DOUBLE_EQ(s->cost_usd, 0.5);
+  EXPECT_EQ(s->evaluations, 2);
+  EXPECT_EQ(s->last_evaluation_status, "WRONG_OUTPUT");  // latest in elapsed order
+  EXPECT_EQ(s->best_candidate_sha256, fast.sha256);
+  ASSERT_TRUE(s->best_roofline_fraction.has_value());
+  EXPECT_DOUBLE_EQ(*s->best_roofline_fraction, 0.75);
+  EXPECT_EQ(s->last_event_seq, 2);
+  EXPECT_EQ(s->last_event_elapsed_ms, 777);
+  EXPECT_TRUE(absl::IsNotFound(store_->GetJobStats(NewId("job")).status()));
+  EXPECT_TRUE(absl::IsInvalidArgument(store_->GetJobStats("nope").status()));
+}
+
 TEST_F(StoreTest, DataAndSequenceSurviveReopen) {
   std::string job = NewJob();
   for (int i = 0; i < 3; ++i) ASSERT_TRUE(store_->AppendEvent(MakeEvent(job, "x")).ok());

@@ -1,0 +1,51 @@
+// The client side of the Orchestrator API for the `pkforge` commands that
+// talk to a running orchestrator (cli/remote.cc, and cli/analysis.cc when no
+// --db is given).
+//
+// Address: --orchestrator HOST:PORT, else $PKFORGE_ORCHESTRATOR, else
+// 127.0.0.1:50061. A --token-file adds "authorization: Bearer <token>".
+//
+// Thread safety: one Remote per command, used by one thread.
+#pragma once
+
+#include <grpcpp/grpcpp.h>
+
+#include <CLI/CLI.hpp>
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "pkforge/v1/orchestrator.grpc.pb.h"
+
+namespace pkforge::cli {
+
+struct RemoteOptions {
+  std::string orchestrator;  // "" = $PKFORGE_ORCHESTRATOR or the default
+  std::string token_file;
+  void Add(CLI::App* cmd);
+};
+
+class Remote {
+ public:
+  static absl::StatusOr<Remote> Connect(const RemoteOptions& options);
+
+  // A context with the token and, when `timeout_s` > 0, a deadline.
+  std::unique_ptr<grpc::ClientContext> Context(double timeout_s = 30) const;
+  v1::Orchestrator::Stub* stub() const { return stub_.get(); }
+  const std::string& address() const { return address_; }
+
+ private:
+  std::string address_;
+  std::string token_;
+  std::shared_ptr<v1::Orchestrator::Stub> stub_;
+};
+
+// grpc -> absl, with the address in UNAVAILABLE messages so "is it running?"
+// is answered by the error itself.
+absl::Status RemoteError(const Remote& remote, const grpc::Status& status);
+
+// Proto3 JSON of any message (for --json output).
+std::string ToJsonText(const google::protobuf::Message& m);
+
+}  // namespace pkforge::cli

@@ -1,0 +1,70 @@
+// OrchestratorConfig: everything tunable in pkforge-orchestrator, one struct
+// with in-class defaults (DESIGN section 11). Sources, later ones winning:
+// the defaults below, a JSON file (--config FILE; keys are the field names,
+// unknown keys are an error so a typo never silently keeps a default), then
+// command-line flags.
+//
+// Threading: a plain value; copy it.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace pkforge::orchestrator {
+
+struct ExecutorEndpoint {
+  std::string address;     // HOST:PORT
+  std::string token_file;  // bearer token for this executor; "" = executor_token_file
+  bool tls = false;        // TLS to this executor (system roots or tls_ca_file)
+  std::string tls_ca_file;
+};
+
+struct OrchestratorConfig {
+  std::string listen = "127.0.0.1:50061";
+  std::string db = "pkforge-data/trajectory.db";
+  std::vector<ExecutorEndpoint> executors;
+  std::string executor_token_file;  // default bearer token sent to executors
+  // Required for any non-loopback listen address: clients must send
+  // "authorization: Bearer <token>".
+  std::string token_file;
+  std::string tls_cert, tls_key;  // both or neither: serve TLS
+  std::string metrics_listen;     // HOST:PORT of GET /metrics; "" = off
+  std::string log_format = "text";  // text | json
+  std::string log_level = "info";
+  std::string log_file;
+
+  int max_concurrent_jobs = 64;  // running at once; the rest wait in FIFO order
+  int rpc_threads = 4;           // pool running RPC handlers off the reactor threads
+  double heartbeat_interval_s = 5;
+  int watch_buffer_events = 1024;  // live events buffered per watcher before it re-reads SQLite
+  bool resume_jobs = true;         // restart search/replay jobs that were running at a crash
+  double wall_grace_s = 5;         // the manager's deadline: wall budget + this
+  double shutdown_grace_s = 10;    // how long SIGTERM waits for jobs to stop
+
+  double health_interval_s = 2;
+  double executor_rpc_timeout_s = 5;
+  int evaluation_retries = 1;  // on another executor, when one dies mid-evaluation
+
+  // Agent tuning (agent::AgentOptions).
+  int max_consecutive_failures = 3;
+  int llm_max_attempts = 6;
+  double llm_initial_backoff_ms = 1000;
+  double llm_max_backoff_ms = 60000;
+  int parallel_evaluations = 0;
+};
+
+// Reads `path` (JSON object) over `base`.
+absl::StatusOr<OrchestratorConfig> LoadConfigFile(const std::string& path,
+                                                  OrchestratorConfig base = {});
+// Range and consistency checks, naming the offending key.
+absl::Status ValidateConfig(const OrchestratorConfig& config);
+
+// True for 127.0.0.0/8, ::1 and "localhost" hosts of a HOST:PORT address.
+bool IsLoopbackAddress(const std::string& address);
+
+// Reads a secret file (a token), trimming surrounding whitespace; empty is an error.
+absl::StatusOr<std::string> ReadSecretFile(const std::string& path);
+
+}  // namespace pkforge::orchestrator

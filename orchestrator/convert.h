@@ -1,0 +1,56 @@
+// Conversions between the v1 API (protobuf) and the storage records, in one
+// place so the names written to SQLite ("host", "bf16", "llm", ...) and the
+// JSON shapes of event payloads are defined once.
+//
+// Event payloads: events.type is the name of the v1::Event payload case
+// ("state_changed", "turn_started", "llm_call", "evaluation_started",
+// "evaluation_finished", "best_improved", "log") and events.payload_json is
+// the proto3 JSON of that payload message; job_id, seq, wall_us and
+// elapsed_ms live in their own columns. EventFromRecord() rebuilds the same
+// v1::Event that was streamed live, so a replay is indistinguishable from
+// following.
+//
+// Thread safety: pure functions.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "absl/status/statusor.h"
+#include "pkforge/v1/orchestrator.pb.h"
+#include "storage/plateau.h"
+#include "storage/store.h"
+
+namespace pkforge::orchestrator {
+
+std::string BackendName(v1::Backend b);  // "host" | "cuda" | "unspecified"
+std::string DtypeName(v1::Dtype d);      // "f32" | "bf16" | ... | "" for unspecified
+std::string AgentKindName(v1::AgentKind k);        // "llm" | "search" | "replay"
+std::string StrategyName(const v1::AgentConfig& a);  // "sequential" | ... | "successive_halving"
+std::string StatusName(v1::EvaluationResult::Status s);  // "OK", "COMPILE_ERROR", ...
+
+v1::JobState ToProtoState(storage::JobState s);
+storage::JobState FromProtoState(v1::JobState s);  // UNSPECIFIED maps to queued
+bool IsTerminal(v1::JobState s);
+std::string_view ProtoStateName(v1::JobState s);  // "queued", "running", ...
+
+absl::StatusOr<std::string> ToJson(const google::protobuf::Message& m);
+absl::Status FromJson(std::string_view json, google::protobuf::Message* m);
+
+// The storage row of a newly submitted job (state queued, created now).
+absl::StatusOr<storage::JobRecord> NewJobRecord(const std::string& id, const v1::JobSpec& spec,
+                                                int64_t created_wall_us);
+
+// The API view of a stored job: the row plus its aggregates. `stop_reason` is
+// not stored in the row; pass it when known (from the last state event).
+absl::StatusOr<v1::Job> JobFromRecord(const storage::JobRecord& job,
+                                      const storage::JobStats& stats, int64_t now_wall_us);
+
+// Event <-> row, see the top comment.
+absl::StatusOr<storage::EventRecord> EventToRecord(const v1::Event& event);
+absl::StatusOr<v1::Event> EventFromRecord(const storage::EventRecord& record);
+
+// The storage report as the API message.
+v1::PlateauReport PlateauToProto(const storage::PlateauReport& report, bool include_curves);
+
+}  // namespace pkforge::orchestrator

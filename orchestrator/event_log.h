@@ -1,0 +1,72 @@
+// EventLog: the durable, ordered event stream of every job, and its live
+// fan-out to watchers (WatchJob).
+//
+// Contract
+// - Append() commits the event to the trajectory database (which assigns the
+//   next per-job seq and fsyncs) and only then hands it to the job's live
+//   listeners, so no watcher ever sees an event that could be lost.
+// - Per job, Append() calls are serialised from commit through fan-out, so
+//   listeners receive a job's events in seq order, each exactly once, with
+//   no gaps among the events appended after they subscribed.
+// - Gap-free watching: a watcher subscribes first, then reads the database
+//   after its cursor. Every event is either committed before that read (the
+//   read returns it) or published after the subscription (the listener gets
+//   it); events in both are deduplicated by seq on the watcher's side.
+// - Listener::OnEvent runs on the appending thread (an agent thread) while
+//   the job's append lock is held: it must be quick and never block or call
+//   back into the EventLog.
+//
+// Threading: all methods are thread-safe.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "common/clock.h"
+#include "orchestrator/metrics.h"
+#include "pkforge/v1/orchestrator.pb.h"
+#include "storage/store.h"
+
+namespace pkforge::orchestrator {
+
+class EventLog {
+ public:
+  class Listener {
+   public:
+    virtual ~Listener() = default;
+    virtual void OnEvent(const v1::Event& event) = 0;
+  };
+
+  EventLog(storage::TrajectoryStore* store, Metrics* metrics,
+           const Clock* clock = SystemClock::Get());
+
+  // Commits `event` (job_id and payload set; seq assigned here; wall_us 0 =
+  // now) and fans it out. Returns the event as committed (with its seq).
+  absl::StatusOr<v1::Event> Append(v1::Event event);
+
+  void Subscribe(const std::string& job_id, std::shared_ptr<Listener> listener);
+  void Unsubscribe(const std::string& job_id, const Listener* listener);
+
+  // Drops the per-job lock of a job that will get no more events.
+  void Forget(const std::string& job_id);
+
+  storage::TrajectoryStore* store() const { return store_; }
+
+ private:
+  std::shared_ptr<std::mutex> JobLock(const std::string& job_id);
+
+  storage::TrajectoryStore* store_;
+  Metrics* metrics_;
+  const Clock* clock_;
+
+  std::mutex mu_;  // guards the maps
+  std::map<std::string, std::shared_ptr<std::mutex>> job_locks_;
+  std::map<std::string, std::vector<std::shared_ptr<Listener>>> listeners_;
+};
+
+}  // namespace pkforge::orchestrator

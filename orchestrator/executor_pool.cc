@@ -1,0 +1,505 @@
+#include "orchestrator/executor_pool.h"
+
+#include <google/protobuf/unknown_field_set.h>
+#include <grpcpp/create_channel.h>
+#include <grpcpp/generic/generic_stub.h>
+#include <grpcpp/security/credentials.h>
+#include <grpcpp/support/byte_buffer.h>
+
+#include <algorithm>
+#include <chrono>
+#include <fstream>
+#include <future>
+#include <sstream>
+
+#include "common/grpc_status.h"
+#include "common/logging.h"
+#include "common/status.h"
+#include "fmt/format.h"
+#include "orchestrator/convert.h"
+#include "spdlog/spdlog.h"
+
+namespace pkforge::orchestrator {
+
+struct ExecutorPool::Executor {
+  ExecutorEndpoint endpoint;
+  std::string token;  // "" = none
+  std::shared_ptr<grpc::Channel> channel;
+  std::unique_ptr<v1::Executor::Stub> stub;
+  std::unique_ptr<grpc::GenericStub> generic;
+
+  // Guarded by ExecutorPool::mu_.
+  bool healthy = false;
+  bool probed = false;
+  std::string last_error = "not checked yet";
+  int64_t last_seen_wall_us = 0;
+  int32_t in_flight = 0;
+  int64_t completed = 0;
+  v1::DeviceInfo device;
+  std::vector<v1::ProblemInfo> problems;
+};
+
+namespace {
+
+void AddAuth(grpc::ClientContext* ctx, const std::string& token) {
+  if (!token.empty()) ctx->AddMetadata("authorization", "Bearer " + token);
+}
+
+void SetDeadlineSeconds(grpc::ClientContext* ctx, double s) {
+  ctx->set_deadline(std::chrono::system_clock::now() +
+                    std::chrono::microseconds(static_cast<int64_t>(s * 1e6)));
+}
+
+absl::StatusOr<std::string> ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::NotFoundError(fmt::format("cannot read {}", path));
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// An executor that dropped the call (killed, restarted, network gone) as
+// opposed to one that answered with an error about the request.
+bool ExecutorLost(const grpc::Status& s) {
+  switch (s.error_code()) {
+    case grpc::StatusCode::UNAVAILABLE:
+    case grpc::StatusCode::CANCELLED:  // server-side abort; ours is checked first
+    case grpc::StatusCode::ABORTED:
+    case grpc::StatusCode::INTERNAL:   // e.g. RST_STREAM mid-body
+    case grpc::StatusCode::UNKNOWN:
+      return true;
+    default:
+      return false;
+  }
+}
+
+bool HasBackend(const google::protobuf::RepeatedField<int>& backends, v1::Backend b) {
+  return std::find(backends.begin(), backends.end(), static_cast<int>(b)) != backends.end();
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<ExecutorPool>> ExecutorPool::Create(Options options) {
+  std::unique_ptr<ExecutorPool> pool(new ExecutorPool(std::move(options)));
+  std::string default_token;
+  if (!pool->options_.default_token_file.empty()) {
+    ASSIGN_OR_RETURN(default_token, ReadSecretFile(pool->options_.default_token_file));
+    RegisterSecret(default_token);
+  }
+  for (const auto& ep : pool->options_.executors) {
+    auto e = std::make_unique<Executor>();
+    e->endpoint = ep;
+    e->token = default_token;
+    if (!ep.token_file.empty()) {
+      ASSIGN_OR_RETURN(e->token, ReadSecretFile(ep.token_file));
+      RegisterSecret(e->token);
+    }
+    std::shared_ptr<grpc::ChannelCredentials> creds = grpc::InsecureChannelCredentials();
+    if (ep.tls) {
+      grpc::SslCredentialsOptions ssl;
+      if (!ep.tls_ca_file.empty()) {
+        ASSIGN_OR_RETURN(ssl.pem_root_certs, ReadFile(ep.tls_ca_file));
+      }
+      creds = grpc::SslCredentials(ssl);
+    }
+    grpc::ChannelArguments args;
+    // A restarted executor must be picked up within a health interval, not
+    // after gRPC's default reconnect backoff (up to two minutes).
+    args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 200);
+    args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 200);
+    args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
+    args.SetMaxReceiveMessageSize(64 << 20);
+    e->channel = grpc::CreateCustomChannel(ep.address, creds, args);
+    e->stub = v1::Executor::NewStub(e->channel);
+    e->generic = std::make_unique<grpc::GenericStub>(e->channel);
+    pool->executors_.push_back(std::move(e));
+  }
+  return pool;
+}
+
+ExecutorPool::ExecutorPool(Options options) : options_(std::move(options)) {}
+
+ExecutorPool::~ExecutorPool() { Stop(); }
+
+void ExecutorPool::Start() {
+  CheckNow();
+  std::lock_guard lock(mu_);
+  if (health_thread_.joinable() || stopping_) return;
+  health_thread_ = std::thread([this] { HealthLoop(); });
+}
+
+void ExecutorPool::Stop() {
+  {
+    std::lock_guard lock(mu_);
+    stopping_ = true;
+  }
+  wake_cv_.notify_all();
+  health_cv_.notify_all();
+  if (health_thread_.joinable()) health_thread_.join();
+}
+
+void ExecutorPool::HealthLoop() {
+  std::unique_lock lock(mu_);
+  while (!stopping_) {
+    wake_cv_.wait_for(lock, std::chrono::microseconds(
+                                static_cast<int64_t>(options_.health_interval_s * 1e6)),
+                      [this] { return stopping_ || recheck_; });
+    if (stopping_) break;
+    recheck_ = false;
+    lock.unlock();
+    CheckNow();
+    lock.lock();
+  }
+}
+
+void ExecutorPool::CheckNow() {
+  for (auto& e : executors_) CheckOne(*e);
+  health_cv_.notify_all();
+}
+
+void ExecutorPool::CheckOne(Executor& e) {
+  auto fail = [&](const std::string& what, const grpc::Status& s) {
+    std::string err = fmt::format("{}: {} ({})", what, s.error_message(),
+                                  static_cast<int>(s.error_code()));
+    std::lock_guard lock(mu_);
+    if (e.healthy || !e.probed || e.last_error != err) {
+      spdlog::warn("executor {} unhealthy: {}", e.endpoint.address, err);
+    }
+    e.healthy = false;
+    e.probed = true;
+    e.last_error = err;
+  };
+  // grpc.health.v1.Health/Check through the generic stub: the request
+  // (service "") is the empty message; the reply's field 1 is the status.
+  {
+    grpc::ClientContext ctx;
+    SetDeadlineSeconds(&ctx, options_.rpc_timeout_s);
+    AddAuth(&ctx, e.token);
+    grpc::ByteBuffer request(nullptr, 0);
+    grpc::ByteBuffer response;
+    std::promise<grpc::Status> done;
+    e.generic->UnaryCall(&ctx, "/grpc.health.v1.Health/Check", grpc::StubOptions(), &request,
+                         &response, [&done](grpc::Status s) { done.set_value(std::move(s)); });
+    grpc::Status s = done.get_future().get();
+    if (s.ok()) {
+      std::vector<grpc::Slice> slices;
+      std::string bytes;
+      if (response.Dump(&slices).ok()) {
+        for (const auto& sl : slices) bytes.append(reinterpret_cast<const char*>(sl.begin()), sl.size());
+      }
+      google::protobuf::UnknownFieldSet fields;
+      int64_t serving = 0;
+      if (fields.ParseFromString(bytes)) {
+        for (int i = 0; i < fields.field_count(); ++i) {
+          if (fields.field(i).number() == 1 &&
+              fields.field(i).type() == google::protobuf::UnknownField::TYPE_VARINT) {
+            serving = static_cast<int64_t>(fields.field(i).varint());
+          }
+        }
+      }
+      if (serving != 1) {  // 1 = SERVING
+        fail("health", grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                                    fmt::format("health status {}", serving)));
+        return;
+      }
+    } else if (s.error_code() != grpc::StatusCode::UNIMPLEMENTED) {
+      fail("health", s);
+      return;
+    }
+  }
+  v1::DeviceInfo device;
+  {
+    grpc::ClientContext ctx;
+    SetDeadlineSeconds(&ctx, options_.rpc_timeout_s);
+    AddAuth(&ctx, e.token);
+    grpc::Status s = e.stub->DescribeDevice(&ctx, v1::DescribeDeviceRequest(), &device);
+    if (!s.ok()) return fail("DescribeDevice", s);
+  }
+  v1::ListProblemsResponse problems;
+  {
+    grpc::ClientContext ctx;
+    SetDeadlineSeconds(&ctx, options_.rpc_timeout_s);
+    AddAuth(&ctx, e.token);
+    grpc::Status s = e.stub->ListProblems(&ctx, v1::ListProblemsRequest(), &problems);
+    if (!s.ok()) return fail("ListProblems", s);
+  }
+  std::lock_guard lock(mu_);
+  if (!e.healthy) spdlog::info("executor {} healthy ({} problems, {} usable GPUs)",
+                               e.endpoint.address, problems.problems_size(), device.usable_gpus());
+  e.healthy = true;
+  e.probed = true;
+  e.last_error.clear();
+  e.last_seen_wall_us = options_.clock->NowWallMicros();
+  e.device = std::move(device);
+  e.problems.assign(problems.problems().begin(), problems.problems().end());
+}
+
+std::vector<v1::ExecutorStatus> ExecutorPool::List() const {
+  std::lock_guard lock(mu_);
+  std::vector<v1::ExecutorStatus> out;
+  for (const auto& e : executors_) {
+    v1::ExecutorStatus s;
+    s.set_address(e->endpoint.address);
+    s.set_healthy(e->healthy);
+    s.set_last_error(e->last_error);
+    s.set_last_seen_wall_us(e->last_seen_wall_us);
+    s.set_in_flight(e->in_flight);
+    s.set_completed(e->completed);
+    *s.mutable_device() = e->device;
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+std::pair<int64_t, int64_t> ExecutorPool::HealthyAndTotal() const {
+  std::lock_guard lock(mu_);
+  int64_t healthy = 0;
+  for (const auto& e : executors_) healthy += e->healthy ? 1 : 0;
+  return {healthy, static_cast<int64_t>(executors_.size())};
+}
+
+std::vector<v1::ProblemInfo> ExecutorPool::Problems() const {
+  std::lock_guard lock(mu_);
+  std::vector<v1::ProblemInfo> out;
+  for (const auto& e : executors_) {
+    if (!e->healthy) continue;
+    for (const auto& p : e->problems) {
+      auto it = std::find_if(out.begin(), out.end(),
+                             [&](const v1::ProblemInfo& q) { return q.name() == p.name(); });
+      if (it == out.end()) {
+        out.push_back(p);
+        continue;
+      }
+      for (int b : p.backends()) {
+        if (!HasBackend(it->backends(), static_cast<v1::Backend>(b))) it->add_backends(
+            static_cast<v1::Backend>(b));
+      }
+      it->set_min_world_size(std::min(it->min_world_size(), p.min_world_size()));
+      it->set_max_world_size(std::max(it->max_world_size(), p.max_world_size()));
+    }
+  }
+  std::sort(out.begin(), out.end(),
+            [](const auto& a, const auto& b) { return a.name() < b.name(); });
+  return out;
+}
+
+bool ExecutorPool::CanRunLocked(const Executor& e, v1::Backend backend, const std::string& problem,
+                                int32_t world_size) const {
+  if (!e.healthy) return false;
+  if (e.device.backends_size() > 0 && !HasBackend(e.device.backends(), backend)) return false;
+  if (backend == v1::BACKEND_CUDA && e.device.usable_gpus() < world_size) return false;
+  for (const auto& p : e.problems) {
+    if (p.name() != problem) continue;
+    if (p.backends_size() > 0 && !HasBackend(p.backends(), backend)) return false;
+    if (p.max_world_size() > 0 && world_size > p.max_world_size()) return false;
+    if (p.min_world_size() > 0 && world_size < p.min_world_size()) return false;
+    return true;
+  }
+  return false;
+}
+
+int ExecutorPool::PickLocked(v1::Backend backend, const std::string& problem, int32_t world_size,
+                             const std::vector<int>& exclude) const {
+  int best = -1;
+  const int n = static_cast<int>(executors_.size());
+  // Start at a rotating offset so ties spread over executors.
+  for (int k = 0; k < n; ++k) {
+    const int i = static_cast<int>((round_robin_ + k) % n);
+    if (std::find(exclude.begin(), exclude.end(), i) != exclude.end()) continue;
+    const Executor& e = *executors_[i];
+    if (!CanRunLocked(e, backend, problem, world_size)) continue;
+    if (best < 0 || e.in_flight < executors_[best]->in_flight) best = i;
+  }
+  return best;
+}
+
+absl::Status ExecutorPool::CheckRunnable(const v1::JobSpec& spec) const {
+  std::lock_guard lock(mu_);
+  bool any_healthy = false, problem_known = false, backend_ok = false, size_ok = false;
+  for (const auto& e : executors_) {
+    if (!e->healthy) continue;
+    any_healthy = true;
+    for (const auto& p : e->problems) {
+      if (p.name() != spec.problem()) continue;
+      problem_known = true;
+      if (p.backends_size() > 0 && !HasBackend(p.backends(), spec.backend())) continue;
+      if (e->device.backends_size() > 0 && !HasBackend(e->device.backends(), spec.backend())) {
+        continue;
+      }
+      backend_ok = true;
+      if (CanRunLocked(*e, spec.backend(), spec.problem(), spec.world_size())) size_ok = true;
+    }
+  }
+  if (!any_healthy) {
+    return absl::UnavailableError(
+        executors_.empty() ? "no executor is configured (--executor HOST:PORT)"
+                           : "no executor is healthy; see ListExecutors");
+  }
+  if (!problem_known) {
+    return absl::InvalidArgumentError(
+        fmt::format("spec.problem: '{}' is not offered by any healthy executor", spec.problem()));
+  }
+  if (!backend_ok) {
+    return absl::InvalidArgumentError(fmt::format(
+        "spec.backend: no healthy executor runs '{}' on backend {}", spec.problem(),
+        BackendName(spec.backend())));
+  }
+  if (!size_ok) {
+    return absl::InvalidArgumentError(fmt::format(
+        "spec.world_size: {} is outside what any executor offers for '{}' on {} (problem bounds "
+        "or usable GPUs)",
+        spec.world_size(), spec.problem(), BackendName(spec.backend())));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<v1::ProblemInfo> ExecutorPool::DescribeProblem(const v1::JobSpec& spec) const {
+  std::vector<int> tried;
+  absl::Status last = absl::UnavailableError(
+      fmt::format("no healthy executor can run '{}' on {} with world size {}", spec.problem(),
+                  BackendName(spec.backend()), spec.world_size()));
+  while (true) {
+    int i;
+    {
+      std::lock_guard lock(mu_);
+      i = PickLocked(spec.backend(), spec.problem(), spec.world_size(), tried);
+    }
+    if (i < 0) return last;
+    tried.push_back(i);
+    const Executor& e = *executors_[i];
+    v1::ListProblemsRequest req;
+    req.set_world_size(spec.world_size());
+    req.set_dtype(spec.dtype());
+    if (spec.has_size()) *req.mutable_size() = spec.size();
+    req.set_include_reference_source(true);
+    v1::ListProblemsResponse resp;
+    grpc::ClientContext ctx;
+    SetDeadlineSeconds(&ctx, options_.rpc_timeout_s);
+    AddAuth(&ctx, e.token);
+    grpc::Status s = e.stub->ListProblems(&ctx, req, &resp);
+    if (!s.ok()) {
+      last = Annotate(FromGrpcStatus(s), "ListProblems on " + e.endpoint.address);
+      if (s.error_code() == grpc::StatusCode::INVALID_ARGUMENT ||
+          s.error_code() == grpc::StatusCode::FAILED_PRECONDITION) {
+        return last;  // the configuration itself is wrong; another executor says the same
+      }
+      continue;
+    }
+    for (const auto& p : resp.problems()) {
+      if (p.name() == spec.problem()) return p;
+    }
+    last = absl::NotFoundError(
+        fmt::format("executor {} no longer lists problem '{}'", e.endpoint.address, spec.problem()));
+  }
+}
+
+absl::StatusOr<v1::DeviceInfo> ExecutorPool::DeviceFor(const v1::JobSpec& spec) const {
+  std::lock_guard lock(mu_);
+  int i = PickLocked(spec.backend(), spec.problem(), spec.world_size(), {});
+  if (i < 0) return absl::UnavailableError("no healthy executor can run the job");
+  return executors_[i]->device;
+}
+
+absl::StatusOr<agent::EvaluationOutcome> ExecutorPool::Evaluate(
+    const v1::EvaluateRequest& request, const agent::ProgressCallback& progress,
+    const agent::CancelToken& cancel) {
+  const Clock* clock = options_.clock;
+  const int64_t start_mono = clock->NowMonotonicMicros();
+  std::vector<int> tried;
+  absl::Status last_error;
+  for (int attempt = 0; attempt <= options_.evaluation_retries; ++attempt) {
+    // Dispatch: wait (bounded) for a healthy executor that can run it.
+    int i = -1;
+    {
+      std::unique_lock lock(mu_);
+      const int64_t wait_until =
+          clock->NowMonotonicMicros() + static_cast<int64_t>(options_.dispatch_wait_s * 1e6);
+      while (true) {
+        i = PickLocked(request.backend(), request.problem(), request.world_size(), tried);
+        if (i >= 0 || stopping_) break;
+        if (!cancel.status().ok()) return cancel.status();
+        const int64_t now = clock->NowMonotonicMicros();
+        // Retries take the executors that are up now: waiting for the dead
+        // one to come back is what the agent's next evaluation is for.
+        if (!tried.empty() || now >= wait_until) break;
+        recheck_ = true;
+        wake_cv_.notify_all();
+        health_cv_.wait_for(lock, std::chrono::milliseconds(50));
+      }
+      if (i >= 0) {
+        ++executors_[i]->in_flight;
+        ++round_robin_;
+      }
+    }
+    if (i < 0) {
+      if (!last_error.ok()) return last_error;
+      return absl::UnavailableError(fmt::format(
+          "no healthy executor can run '{}' on {} with world size {}", request.problem(),
+          BackendName(request.backend()), request.world_size()));
+    }
+    tried.push_back(i);
+    Executor& e = *executors_[i];
+    const double dispatch_ms =
+        static_cast<double>(clock->NowMonotonicMicros() - start_mono) / 1e3;
+
+    grpc::ClientContext ctx;
+    AddAuth(&ctx, e.token);
+    const int64_t remaining = cancel.RemainingMicros();
+    if (remaining != agent::CancelToken::kNoDeadline) {
+      ctx.set_deadline(std::chrono::system_clock::now() +
+                       std::chrono::microseconds(std::max<int64_t>(remaining, 1)));
+    }
+    auto cb = cancel.AddCallback([&ctx] { ctx.TryCancel(); });
+    std::optional<v1::EvaluationResult> result;
+    grpc::Status status;
+    {
+      std::unique_ptr<grpc::ClientReader<v1::EvaluateProgress>> reader =
+          e.stub->Evaluate(&ctx, request);
+      v1::EvaluateProgress msg;
+      while (reader->Read(&msg)) {
+        if (msg.has_result()) {
+          result = std::move(*msg.mutable_result());
+        } else if (progress) {
+          progress(msg);
+        }
+      }
+      status = reader->Finish();
+    }
+    cancel.RemoveCallback(cb);
+    {
+      std::lock_guard lock(mu_);
+      --e.in_flight;
+      if (result) ++e.completed;
+    }
+    if (result && status.ok()) {
+      agent::EvaluationOutcome out;
+      out.executor = e.endpoint.address;
+      out.queue_ms = dispatch_ms + result->stages().queue_ms();
+      out.result = std::move(*result);
+      return out;
+    }
+    if (!cancel.status().ok()) return cancel.status();
+    if (status.ok()) {
+      status = grpc::Status(grpc::StatusCode::UNAVAILABLE, "stream ended without a result");
+    }
+    last_error = Annotate(FromGrpcStatus(status), "executor " + e.endpoint.address);
+    if (!ExecutorLost(status)) return last_error;
+    spdlog::warn("evaluation on executor {} lost ({}); {}", e.endpoint.address,
+                 status.error_message(),
+                 attempt < options_.evaluation_retries ? "retrying on another executor"
+                                                       : "giving up");
+    {
+      std::lock_guard lock(mu_);
+      e.healthy = false;
+      e.last_error = std::string(last_error.message());
+      recheck_ = true;
+    }
+    wake_cv_.notify_all();
+    if (!absl::IsUnavailable(last_error)) {
+      last_error = absl::UnavailableError(last_error.message());
+    }
+  }
+  return last_error;
+}
+
+}  // namespace pkforge::orchestrator

@@ -1,0 +1,114 @@
+// ExecutorPool: the executors this orchestrator dispatches evaluations to
+// (DESIGN sections 7-8), and the agent::Evaluator every job uses.
+//
+// Contract
+// - Health: a background thread checks every executor every
+//   health_interval_s: gRPC health (grpc.health.v1, service ""), then
+//   DescribeDevice and ListProblems. Any failure marks it unhealthy with the
+//   error; the next success marks it healthy again. An executor without a
+//   health service (UNIMPLEMENTED) is judged by DescribeDevice alone.
+// - Dispatch: an evaluation goes to the least-loaded (fewest in flight)
+//   healthy executor that lists the problem for the backend, has the backend,
+//   and (cuda) has at least world_size usable GPUs. When none qualifies it
+//   waits up to dispatch_wait_s (bounded by the cancel token) for one to
+//   become healthy, then fails with UNAVAILABLE naming what was missing.
+// - Evaluate() runs Executor.Evaluate as a server stream, forwards progress
+//   messages, propagates the cancel token (TryCancel on cancellation, its
+//   deadline as the RPC deadline) and sends "authorization: Bearer <token>"
+//   when the executor has a token. When the executor dies mid-evaluation
+//   (UNAVAILABLE, a stream that ends without a result, or a call the server
+//   side aborted) the executor is marked unhealthy and the evaluation is
+//   retried up to evaluation_retries times on another executor; otherwise the
+//   error is returned (the agent records a failed evaluation and goes on).
+// - queue_ms of an outcome = time waiting for an executor here + the
+//   executor's own queue time (EvaluationResult.stages.queue_ms).
+//
+// Threading: all public methods are thread-safe; Evaluate() blocks the
+// calling (agent) thread and is called concurrently by many jobs.
+#pragma once
+
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "agent/evaluator.h"
+#include "common/clock.h"
+#include "orchestrator/config.h"
+#include "orchestrator/metrics.h"
+#include "pkforge/v1/executor.grpc.pb.h"
+#include "pkforge/v1/orchestrator.pb.h"
+
+namespace pkforge::orchestrator {
+
+class ExecutorPool final : public agent::Evaluator {
+ public:
+  struct Options {
+    std::vector<ExecutorEndpoint> executors;
+    std::string default_token_file;
+    double health_interval_s = 2;
+    double rpc_timeout_s = 5;
+    int evaluation_retries = 1;
+    double dispatch_wait_s = 5;
+    const Clock* clock = SystemClock::Get();
+  };
+
+  // Reads token files and creates channels; connects lazily.
+  static absl::StatusOr<std::unique_ptr<ExecutorPool>> Create(Options options);
+  ~ExecutorPool() override;
+
+  // Runs one health round now (synchronously), then starts the background
+  // thread.
+  void Start();
+  void Stop();
+  // One synchronous health round of every executor.
+  void CheckNow();
+
+  std::vector<v1::ExecutorStatus> List() const;
+  std::pair<int64_t, int64_t> HealthyAndTotal() const;
+  // Problems listed by healthy executors, merged by name (backends united,
+  // world-size bounds widened).
+  std::vector<v1::ProblemInfo> Problems() const;
+  // OK when some healthy executor can run `spec` now; otherwise
+  // INVALID_ARGUMENT naming the field no executor accepts (problem, backend,
+  // world_size), or UNAVAILABLE when no executor is healthy at all.
+  absl::Status CheckRunnable(const v1::JobSpec& spec) const;
+  // The problem as the agent needs it (tensors for the spec's configuration,
+  // reference source), from an executor that can run the spec.
+  absl::StatusOr<v1::ProblemInfo> DescribeProblem(const v1::JobSpec& spec) const;
+  // The device of the executor that would take the spec now.
+  absl::StatusOr<v1::DeviceInfo> DeviceFor(const v1::JobSpec& spec) const;
+
+  absl::StatusOr<agent::EvaluationOutcome> Evaluate(const v1::EvaluateRequest& request,
+                                                    const agent::ProgressCallback& progress,
+                                                    const agent::CancelToken& cancel) override;
+
+ private:
+  struct Executor;
+  explicit ExecutorPool(Options options);
+
+  void CheckOne(Executor& e);
+  void HealthLoop();
+  // Index of the best executor for (backend, problem, world size) that is
+  // not in `exclude`, or -1. Caller holds mu_.
+  int PickLocked(v1::Backend backend, const std::string& problem, int32_t world_size,
+                 const std::vector<int>& exclude) const;
+  bool CanRunLocked(const Executor& e, v1::Backend backend, const std::string& problem,
+                    int32_t world_size) const;
+
+  Options options_;
+  std::vector<std::unique_ptr<Executor>> executors_;
+
+  mutable std::mutex mu_;  // guards the mutable state of every Executor and below
+  std::condition_variable health_cv_;   // health rounds finished / stop
+  std::condition_variable wake_cv_;     // wakes the health loop early
+  bool stopping_ = false;
+  bool recheck_ = false;
+  uint64_t round_robin_ = 0;
+  std::thread health_thread_;
+};
+
+}  // namespace pkforge::orchestrator

@@ -1,0 +1,620 @@
+#include "orchestrator/job_manager.h"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <thread>
+
+#include "agent/kernel_templates.h"
+#include "common/ids.h"
+#include "common/status.h"
+#include "fmt/format.h"
+#include "orchestrator/convert.h"
+#include "spdlog/spdlog.h"
+
+namespace pkforge::orchestrator {
+
+struct JobManager::Job {
+  Job(std::string id_in, v1::JobSpec spec_in, const Clock* clock)
+      : id(std::move(id_in)), spec(std::move(spec_in)), run_spec(spec), cancel(clock) {}
+
+  const std::string id;
+  const v1::JobSpec spec;  // as submitted
+  v1::JobSpec run_spec;    // what this attempt runs with (budgets left after a restart)
+  agent::CancelToken cancel;
+  JobProgress progress;
+  JobSink::Offsets offsets;
+  int attempt = 1;
+  int64_t created_wall_us = 0;
+
+  // Guarded by JobManager::mu_.
+  v1::JobState state = v1::JOB_STATE_QUEUED;
+  int64_t started_wall_us = 0;
+  int64_t finished_wall_us = 0;
+  int64_t attempt_start_mono_us = 0;  // 0 until this attempt runs
+  std::string stop_reason;
+  std::string error;
+  bool cancel_requested = false;
+  std::string cancel_reason;
+};
+
+namespace {
+
+absl::Status Invalid(const std::string& field, const std::string& why) {
+  return absl::InvalidArgumentError(fmt::format("{}: {}", field, why));
+}
+
+bool Finite(double v) { return std::isfinite(v) && v >= 0; }
+
+}  // namespace
+
+JobManager::JobManager(Options options, storage::TrajectoryStore* store, EventLog* log,
+                       ExecutorPool* pool, Metrics* metrics)
+    : options_(std::move(options)), store_(store), log_(log), pool_(pool), metrics_(metrics) {}
+
+JobManager::~JobManager() { Shutdown("shutdown", 1e9); }
+
+// ------------------------------------------------------------- validation
+
+absl::Status JobManager::Validate(const v1::JobSpec& spec) const {
+  if (spec.problem().empty()) return Invalid("spec.problem", "is required");
+  if (spec.backend() != v1::BACKEND_HOST && spec.backend() != v1::BACKEND_CUDA) {
+    return Invalid("spec.backend", "expected host or cuda");
+  }
+  if (spec.world_size() < 1 || spec.world_size() > 64) {
+    return Invalid("spec.world_size", fmt::format("must be in 1..64, got {}", spec.world_size()));
+  }
+  if (!v1::Dtype_IsValid(spec.dtype())) {
+    return Invalid("spec.dtype", fmt::format("unknown value {}", static_cast<int>(spec.dtype())));
+  }
+  if (spec.size().size_case() == v1::SizeSpec::kDims) {
+    if (spec.size().dims().values().empty()) return Invalid("spec.size.dims", "is empty");
+    for (const auto& [k, v] : spec.size().dims().values()) {
+      if (v < 1) return Invalid("spec.size.dims", fmt::format("{} must be >= 1, got {}", k, v));
+    }
+  }
+  const v1::Budget& b = spec.budget();
+  if (!Finite(b.wall_seconds())) return Invalid("spec.budget.wall_seconds", "must be finite, >= 0");
+  if (b.max_turns() < 0) return Invalid("spec.budget.max_turns", "must be >= 0");
+  if (b.max_evaluations() < 0) return Invalid("spec.budget.max_evaluations", "must be >= 0");
+  if (b.max_tokens() < 0) return Invalid("spec.budget.max_tokens", "must be >= 0");
+  if (!Finite(b.target_speedup())) return Invalid("spec.budget.target_speedup", "must be >= 0");
+  if (!Finite(b.max_cost_usd())) return Invalid("spec.budget.max_cost_usd", "must be >= 0");
+  if (b.wall_seconds() == 0 && b.max_turns() == 0 && b.max_evaluations() == 0) {
+    return Invalid("spec.budget",
+                   "set at least one of wall_seconds, max_turns, max_evaluations (a job must end)");
+  }
+  const v1::EvalSettings& ev = spec.eval();
+  if (ev.trials() < 0 || ev.trials() > 100) return Invalid("spec.eval.trials", "must be in 0..100");
+  if (ev.timed_iters() < 0 || ev.timed_iters() > 10000) {
+    return Invalid("spec.eval.timed_iters", "must be in 0..10000");
+  }
+  if (ev.warmup_iters() < 0) return Invalid("spec.eval.warmup_iters", "must be >= 0");
+  if (!Finite(ev.timeout_s())) return Invalid("spec.eval.timeout_s", "must be finite, >= 0");
+  if (spec.label().size() > 256) return Invalid("spec.label", "longer than 256 characters");
+
+  const v1::AgentConfig& a = spec.agent();
+  switch (a.kind()) {
+    case v1::AGENT_KIND_LLM: {
+      const v1::LlmConfig& l = a.llm();
+      if (l.provider() != v1::PROVIDER_OPENAI && l.provider() != v1::PROVIDER_ANTHROPIC) {
+        return Invalid("spec.agent.llm.provider", "expected openai or anthropic");
+      }
+      if (l.model().empty()) return Invalid("spec.agent.llm.model", "is required");
+      if (l.base_url().rfind("http://", 0) != 0 && l.base_url().rfind("https://", 0) != 0) {
+        return Invalid("spec.agent.llm.base_url",
+                       fmt::format("expected an http(s) URL, got '{}'", l.base_url()));
+      }
+      if (l.api_key_env().empty()) {
+        return Invalid("spec.agent.llm.api_key_env",
+                       "is required (the name of an environment variable of the orchestrator)");
+      }
+      if (std::getenv(l.api_key_env().c_str()) == nullptr) {
+        return absl::FailedPreconditionError(fmt::format(
+            "spec.agent.llm.api_key_env: environment variable {} is not set in the "
+            "orchestrator's environment",
+            l.api_key_env()));
+      }
+      break;
+    }
+    case v1::AGENT_KIND_SEARCH:
+      break;  // templates are checked once the problem is known to exist
+    case v1::AGENT_KIND_REPLAY: {
+      if (a.replay_dir().empty()) return Invalid("spec.agent.replay_dir", "is required");
+      struct stat st;
+      if (stat(a.replay_dir().c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+        return Invalid("spec.agent.replay_dir",
+                       fmt::format("'{}' is not a directory on the orchestrator host",
+                                   a.replay_dir()));
+      }
+      break;
+    }
+    default:
+      return Invalid("spec.agent.kind", "expected llm, search or replay");
+  }
+  // The agent's own checks (strategy shapes, ...), with its field names.
+  if (absl::Status s = agent::ValidateJobSpec(spec); !s.ok()) {
+    return absl::InvalidArgumentError(fmt::format("spec: {}", AsStd(s.message())));
+  }
+  RETURN_IF_ERROR(pool_->CheckRunnable(spec));
+  if (a.kind() == v1::AGENT_KIND_SEARCH &&
+      agent::SearchSpace(spec.problem(), spec.backend()).empty()) {
+    return Invalid("spec.agent.kind", fmt::format("the search agent has no kernel templates for "
+                                                  "'{}' on {}",
+                                                  spec.problem(), BackendName(spec.backend())));
+  }
+  // Problem-level checks against what the executors list.
+  for (const auto& p : pool_->Problems()) {
+    if (p.name() != spec.problem()) continue;
+    if (spec.dtype() != v1::DTYPE_UNSPECIFIED && p.dtypes_size() > 0 &&
+        std::find(p.dtypes().begin(), p.dtypes().end(), spec.dtype()) == p.dtypes().end()) {
+      return Invalid("spec.dtype", fmt::format("{} is not offered by problem '{}'",
+                                               DtypeName(spec.dtype()), p.name()));
+    }
+    if (spec.size().size_case() == v1::SizeSpec::kPreset && p.size_presets_size() > 0 &&
+        std::find(p.size_presets().begin(), p.size_presets().end(), spec.size().preset()) ==
+            p.size_presets().end()) {
+      return Invalid("spec.size.preset", fmt::format("'{}' is not a preset of problem '{}'",
+                                                     spec.size().preset(), p.name()));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// ----------------------------------------------------------------- submit
+
+absl::StatusOr<v1::Job> JobManager::Submit(const v1::SubmitJobRequest& request) {
+  const std::string& rid = request.client_request_id();
+  if (rid.size() > 256) return Invalid("client_request_id", "longer than 256 characters");
+  {
+    std::unique_lock lock(mu_);
+    if (!accepting_) return absl::UnavailableError("the orchestrator is shutting down");
+    if (!rid.empty()) {
+      auto it = request_ids_.find(rid);
+      if (it != request_ids_.end()) {
+        const std::string id = it->second;
+        lock.unlock();
+        if (!id.empty()) return Get(id);
+        // A concurrent first call is still storing the job.
+        return absl::AbortedError(
+            "client_request_id: a submission with this id is in progress; retry");
+      }
+      request_ids_[rid] = "";  // reserved
+    }
+  }
+  auto release = [&] {
+    if (rid.empty()) return;
+    std::lock_guard lock(mu_);
+    if (request_ids_[rid].empty()) request_ids_.erase(rid);
+  };
+  if (absl::Status s = Validate(request.spec()); !s.ok()) {
+    release();
+    return s;
+  }
+  const std::string id = NewId("job");
+  auto job = std::make_shared<Job>(id, request.spec(), options_.clock);
+  job->created_wall_us = options_.clock->NowWallMicros();
+  auto record = NewJobRecord(id, request.spec(), job->created_wall_us);
+  absl::Status s = record.ok() ? store_->CreateJob(*record) : record.status();
+  if (s.ok()) {
+    v1::Event ev;
+    ev.set_job_id(id);
+    ev.mutable_state_changed()->set_state(v1::JOB_STATE_QUEUED);
+    ev.mutable_state_changed()->set_reason("submitted");
+    s = log_->Append(std::move(ev)).status();
+  }
+  if (!s.ok()) {
+    release();
+    return Annotate(s, "storing the job");
+  }
+  if (metrics_ != nullptr) metrics_->JobSubmitted();
+  spdlog::info("job {} submitted: {} {} ws={} agent={}", id, request.spec().problem(),
+               BackendName(request.spec().backend()), request.spec().world_size(),
+               AgentKindName(request.spec().agent().kind()));
+  std::lock_guard lock(mu_);
+  if (!rid.empty()) request_ids_[rid] = id;
+  active_[id] = job;
+  queue_.push_back(job);
+  v1::Job out = Snapshot(*job);
+  DispatchLocked();
+  return out;
+}
+
+void JobManager::DispatchLocked() {
+  while (accepting_ && running_ < options_.max_concurrent_jobs && !queue_.empty()) {
+    std::shared_ptr<Job> job = queue_.front();
+    queue_.pop_front();
+    ++running_;
+    std::thread([this, job] { RunJob(job); }).detach();
+  }
+}
+
+// -------------------------------------------------------------------- run
+
+int64_t JobManager::ElapsedMs(const Job& job) const {
+  if (job.attempt_start_mono_us == 0) return job.offsets.elapsed_ms;
+  return job.offsets.elapsed_ms +
+         (options_.clock->NowMonotonicMicros() - job.attempt_start_mono_us) / 1000;
+}
+
+absl::Status JobManager::Transition(Job& job, v1::JobState state, const std::string& reason,
+                                    const std::string& error) {
+  int64_t elapsed;
+  const int64_t now = options_.clock->NowWallMicros();
+  {
+    std::lock_guard lock(mu_);
+    if (state == v1::JOB_STATE_RUNNING) {
+      job.state = state;
+      if (job.started_wall_us == 0) job.started_wall_us = now;
+    }
+    elapsed = ElapsedMs(job);
+  }
+  v1::Event ev;
+  ev.set_job_id(job.id);
+  ev.set_elapsed_ms(elapsed);
+  ev.mutable_state_changed()->set_state(state);
+  ev.mutable_state_changed()->set_reason(reason);
+  absl::Status s = log_->Append(std::move(ev)).status();
+  absl::Status u = store_->UpdateJobState(job.id, FromProtoState(state), error);
+  if (state != v1::JOB_STATE_RUNNING) {
+    // Only now, so a client that sees the terminal state through the API
+    // also finds it in the database.
+    std::lock_guard lock(mu_);
+    job.state = state;
+    if (IsTerminal(state)) {
+      job.finished_wall_us = now;
+      job.stop_reason = reason;
+      job.error = error;
+    }
+  }
+  return s.ok() ? u : s;
+}
+
+void JobManager::RunJob(std::shared_ptr<Job> job) {
+  {
+    std::lock_guard lock(mu_);
+    job->attempt_start_mono_us = options_.clock->NowMonotonicMicros();
+  }
+  std::string start_reason =
+      job->attempt == 1
+          ? "started"
+          : fmt::format("attempt {}: restarted from scratch after an orchestrator restart "
+                        "(turns and evaluations continue from {} and {} ms)",
+                        job->attempt, job->offsets.turn_index, job->offsets.elapsed_ms);
+  absl::Status status = Transition(*job, v1::JOB_STATE_RUNNING, start_reason, "");
+  absl::StatusOr<agent::AgentResult> result = absl::UnknownError("not run");
+  if (!status.ok()) {
+    result = status;
+  } else {
+    const double wall = job->run_spec.budget().wall_seconds();
+    if (wall > 0) {
+      job->cancel.SetDeadline(options_.clock->NowMonotonicMicros() +
+                              static_cast<int64_t>((wall + options_.wall_grace_s) * 1e6));
+    }
+    auto problem = pool_->DescribeProblem(job->run_spec);
+    if (!problem.ok()) {
+      result = Annotate(problem.status(), "describing the problem");
+    } else {
+      JobSink sink(job->id, BackendName(job->spec.backend()), job->offsets, log_, &job->progress,
+                   metrics_);
+      agent::AgentEnv env;
+      env.job_id = job->id;
+      env.spec = job->run_spec;
+      env.problem = *problem;
+      if (auto device = pool_->DeviceFor(job->run_spec); device.ok()) env.device = *device;
+      env.evaluator = pool_;
+      env.sink = &sink;
+      env.cancel = &job->cancel;
+      env.clock = options_.clock;
+      auto agent = agent::MakeAgent(std::move(env), options_.agent);
+      result = agent.ok() ? (*agent)->Run() : agent.status();
+    }
+  }
+
+  v1::JobState final_state;
+  std::string reason, error;
+  {
+    std::lock_guard lock(mu_);
+    const bool cancelled = job->cancel_requested;
+    const bool shutdown = shutting_down_ && !cancelled && job->cancel.ExplicitlyCancelled();
+    if (shutdown) {
+      final_state = v1::JOB_STATE_INTERRUPTED;
+      reason = error = shutdown_reason_;
+    } else if (cancelled && (!result.ok() || result->stop == agent::StopReason::kCancelled)) {
+      final_state = v1::JOB_STATE_CANCELLED;
+      reason = job->cancel_reason.empty() ? "cancelled" : "cancelled: " + job->cancel_reason;
+    } else if (result.ok()) {
+      final_state = v1::JOB_STATE_SUCCEEDED;
+      reason = result->stop_reason;
+      // The manager's backstop deadline fired rather than the agent's budget.
+      if (result->stop == agent::StopReason::kCancelled) reason = "wall budget";
+    } else if (job->cancel.status().code() == absl::StatusCode::kDeadlineExceeded) {
+      final_state = v1::JOB_STATE_SUCCEEDED;
+      reason = "wall budget";
+    } else {
+      final_state = v1::JOB_STATE_FAILED;
+      error = std::string(result.status().message());
+      reason = "failed";
+    }
+  }
+  absl::Status s = Transition(*job, final_state, reason, error);
+  if (!s.ok()) spdlog::error("job {}: recording its end failed: {}", job->id, s.ToString());
+  spdlog::info("job {} {}: {}{}", job->id, ProtoStateName(final_state), reason,
+               error.empty() || error == reason ? "" : " (" + error + ")");
+  log_->Forget(job->id);
+  std::lock_guard lock(mu_);
+  finished_[std::string(ProtoStateName(final_state))]++;
+  active_.erase(job->id);
+  --running_;
+  DispatchLocked();
+  idle_cv_.notify_all();
+}
+
+// ------------------------------------------------------------------ views
+
+v1::Job JobManager::Snapshot(const Job& job) const {
+  v1::Job out;
+  out.set_id(job.id);
+  *out.mutable_spec() = job.spec;
+  out.set_state(job.state);
+  out.set_created_wall_us(job.created_wall_us);
+  out.set_started_wall_us(job.started_wall_us);
+  out.set_finished_wall_us(job.finished_wall_us);
+  out.set_elapsed_ms(ElapsedMs(job));
+  ProgressSnapshot p = job.progress.Get();
+  out.set_turns(p.turns);
+  out.set_evaluations(p.evaluations);
+  out.set_tokens(p.tokens);
+  out.set_cost_usd(p.cost_usd);
+  if (p.best_speedup) out.set_best_speedup(*p.best_speedup);
+  out.set_best_evaluation_id(p.best_evaluation_id);
+  out.set_best_candidate_sha256(p.best_candidate_sha256);
+  out.set_best_roofline_fraction(p.best_roofline_fraction);
+  out.set_last_status(p.last_status);
+  out.set_error(job.error);
+  out.set_stop_reason(job.stop_reason);
+  return out;
+}
+
+absl::StatusOr<v1::Job> JobManager::FromStore(const std::string& job_id) {
+  ASSIGN_OR_RETURN(storage::JobRecord record, store_->GetJob(job_id));
+  ASSIGN_OR_RETURN(storage::JobStats stats, store_->GetJobStats(job_id));
+  ASSIGN_OR_RETURN(v1::Job job,
+                   JobFromRecord(record, stats, options_.clock->NowWallMicros()));
+  // The stop reason is the reason of the terminal state event.
+  if (storage::IsTerminal(record.state) && stats.last_event_seq > 0) {
+    auto last = store_->ReadEvents(job_id, stats.last_event_seq - 1, 1);
+    if (last.ok() && !last->empty() && (*last)[0].type == "state_changed") {
+      auto ev = EventFromRecord((*last)[0]);
+      if (ev.ok()) job.set_stop_reason(ev->state_changed().reason());
+    }
+  }
+  return job;
+}
+
+absl::StatusOr<v1::Job> JobManager::Get(const std::string& job_id) {
+  RETURN_IF_ERROR(Annotate(ValidateId(job_id, "job"), "job_id"));
+  {
+    std::lock_guard lock(mu_);
+    auto it = active_.find(job_id);
+    if (it != active_.end()) return Snapshot(*it->second);
+  }
+  return FromStore(job_id);
+}
+
+absl::StatusOr<v1::ListJobsResponse> JobManager::List(const v1::ListJobsRequest& request) {
+  int32_t page = request.page_size() == 0 ? 100 : request.page_size();
+  if (page < 0 || page > 1000) return Invalid("page_size", "must be in 0..1000");
+  storage::JobFilter f;
+  f.problem = request.problem();
+  f.model = request.model();
+  f.label = request.label();
+  if (request.state() != v1::JOB_STATE_UNSPECIFIED) f.state = FromProtoState(request.state());
+  f.limit = page + 1;
+  if (!request.page_token().empty()) {
+    RETURN_IF_ERROR(Annotate(ValidateId(request.page_token(), "job"), "page_token"));
+    f.after_id = request.page_token();
+  }
+  ASSIGN_OR_RETURN(std::vector<storage::JobRecord> records, store_->ListJobs(f));
+  v1::ListJobsResponse out;
+  for (size_t i = 0; i < records.size() && static_cast<int32_t>(i) < page; ++i) {
+    ASSIGN_OR_RETURN(v1::Job job, Get(records[i].id));
+    *out.add_jobs() = std::move(job);
+  }
+  if (static_cast<int32_t>(records.size()) > page) {
+    out.set_next_page_token(records[page - 1].id);
+  }
+  return out;
+}
+
+absl::StatusOr<v1::Job> JobManager::Cancel(const std::string& job_id, const std::string& reason) {
+  RETURN_IF_ERROR(Annotate(ValidateId(job_id, "job"), "job_id"));
+  std::shared_ptr<Job> queued;
+  {
+    std::unique_lock lock(mu_);
+    auto it = active_.find(job_id);
+    if (it == active_.end()) {
+      lock.unlock();
+      return FromStore(job_id);  // finished (or unknown): nothing to cancel
+    }
+    std::shared_ptr<Job> job = it->second;
+    job->cancel_requested = true;
+    job->cancel_reason = reason;
+    auto q = std::find(queue_.begin(), queue_.end(), job);
+    if (q != queue_.end()) {
+      queue_.erase(q);
+      queued = job;
+    } else {
+      job->cancel.Cancel(absl::CancelledError(reason.empty() ? "cancelled" : reason));
+      return Snapshot(*job);
+    }
+  }
+  // Never ran: it ends here, on this thread.
+  absl::Status s = Transition(*queued, v1::JOB_STATE_CANCELLED,
+                              reason.empty() ? "cancelled" : "cancelled: " + reason, "");
+  log_->Forget(job_id);
+  std::lock_guard lock(mu_);
+  finished_["cancelled"]++;
+  active_.erase(job_id);
+  RETURN_IF_ERROR(s);
+  return Snapshot(*queued);
+}
+
+std::map<std::string, int64_t> JobManager::CountByState() {
+  std::lock_guard lock(mu_);
+  std::map<std::string, int64_t> out = {{"queued", 0}, {"running", 0}};
+  for (const auto& [id, job] : active_) out[std::string(ProtoStateName(job->state))]++;
+  for (const auto& [state, n] : finished_) out[state] += n;
+  return out;
+}
+
+// --------------------------------------------------------------- shutdown
+
+void JobManager::Shutdown(const std::string& reason, double grace_s) {
+  std::unique_lock lock(mu_);
+  if (!shutting_down_) {
+    shutting_down_ = true;
+    accepting_ = false;
+    shutdown_reason_ = reason;
+    // Queued jobs stay queued in the database and run after the next start.
+    for (const auto& job : queue_) active_.erase(job->id);
+    queue_.clear();
+    for (const auto& [id, job] : active_) {
+      job->cancel.Cancel(absl::CancelledError(reason));
+    }
+  }
+  auto idle = [this] { return running_ == 0; };
+  if (!idle_cv_.wait_for(lock, std::chrono::microseconds(static_cast<int64_t>(grace_s * 1e6)),
+                         idle)) {
+    spdlog::warn("shutdown: {} job(s) still stopping after {:.1f} s; waiting", running_, grace_s);
+    idle_cv_.wait(lock, idle);
+  }
+}
+
+// --------------------------------------------------------------- recovery
+
+absl::Status JobManager::Recover() {
+  ASSIGN_OR_RETURN(std::vector<storage::JobRecord> unfinished, store_->ListUnfinishedJobs());
+  // Jobs that were running go first: they were admitted before any queued one.
+  std::stable_partition(unfinished.begin(), unfinished.end(), [](const storage::JobRecord& r) {
+    return r.state == storage::JobState::kRunning;
+  });
+  for (const auto& r : unfinished) {
+    if (absl::Status s = RecoverOne(r); !s.ok()) {
+      spdlog::error("recovering job {}: {}", r.id, s.ToString());
+    }
+  }
+  std::lock_guard lock(mu_);
+  DispatchLocked();
+  return absl::OkStatus();
+}
+
+absl::Status JobManager::RecoverOne(const storage::JobRecord& r) {
+  v1::JobSpec spec;
+  RETURN_IF_ERROR(FromJson(r.spec_json, &spec));
+  ASSIGN_OR_RETURN(storage::JobStats stats, store_->GetJobStats(r.id));
+
+  // Count attempts and find a terminal event that was committed just before
+  // the crash (the row update after it was lost).
+  int attempts = 0;
+  std::optional<v1::Event> last_state;
+  for (int64_t after = 0;;) {
+    ASSIGN_OR_RETURN(std::vector<storage::EventRecord> batch, store_->ReadEvents(r.id, after, 5000));
+    if (batch.empty()) break;
+    for (const auto& rec : batch) {
+      after = rec.seq;
+      if (rec.type != "state_changed") continue;
+      ASSIGN_OR_RETURN(v1::Event ev, EventFromRecord(rec));
+      if (ev.state_changed().state() == v1::JOB_STATE_RUNNING) ++attempts;
+      last_state = ev;
+    }
+  }
+  if (last_state && IsTerminal(last_state->state_changed().state()) &&
+      last_state->seq() == stats.last_event_seq) {
+    const auto& sc = last_state->state_changed();
+    const bool with_error =
+        sc.state() == v1::JOB_STATE_FAILED || sc.state() == v1::JOB_STATE_INTERRUPTED;
+    spdlog::info("job {}: completing its recorded end ({})", r.id, ProtoStateName(sc.state()));
+    return store_->UpdateJobState(r.id, FromProtoState(sc.state()), with_error ? sc.reason() : "");
+  }
+
+  auto job = std::make_shared<Job>(r.id, spec, options_.clock);
+  job->created_wall_us = r.created_wall_us;
+  job->started_wall_us = r.started_wall_us;
+  job->offsets.turn_index = stats.turns;
+  job->offsets.elapsed_ms = stats.last_event_elapsed_ms;
+  job->progress.Update([&](ProgressSnapshot& p) {
+    p.turns = stats.turns;
+    p.evaluations = stats.evaluations;
+    p.tokens = stats.tokens;
+    p.cost_usd = stats.cost_usd;
+    p.best_speedup = r.best_speedup;
+    p.best_evaluation_id = r.best_evaluation_id;
+    p.best_candidate_sha256 = stats.best_candidate_sha256;
+    p.best_roofline_fraction = stats.best_roofline_fraction.value_or(0);
+    p.last_elapsed_ms = stats.last_event_elapsed_ms;
+  });
+
+  if (r.state == storage::JobState::kQueued) {
+    spdlog::info("job {}: queued again after restart", r.id);
+    std::lock_guard lock(mu_);
+    active_[r.id] = job;
+    queue_.push_back(job);
+    return absl::OkStatus();
+  }
+
+  const auto kind = spec.agent().kind();
+  const bool resumable = kind == v1::AGENT_KIND_SEARCH || kind == v1::AGENT_KIND_REPLAY;
+  if (!options_.resume_jobs || !resumable) {
+    const std::string why = fmt::format(
+        "the orchestrator stopped while the job ran ({}); {}", "restart",
+        resumable ? "resuming is disabled (resume_jobs: false)"
+                  : "llm jobs are not resumed (a new attempt would repeat paid calls)");
+    spdlog::info("job {}: interrupted: {}", r.id, why);
+    return Transition(*job, v1::JOB_STATE_INTERRUPTED, why, why);
+  }
+
+  // A new attempt from scratch with what is left of the budget.
+  v1::Budget* b = job->run_spec.mutable_budget();
+  std::string spent;
+  if (b->wall_seconds() > 0) {
+    const double left = b->wall_seconds() - static_cast<double>(stats.last_event_elapsed_ms) / 1e3;
+    if (left <= 0) spent = "wall budget";
+    b->set_wall_seconds(std::max(left, 0.001));
+  }
+  if (b->max_turns() > 0) {
+    const int left = b->max_turns() - stats.turns;
+    if (left <= 0) spent = "max turns";
+    b->set_max_turns(std::max(left, 1));
+  }
+  if (b->max_evaluations() > 0) {
+    const int left = b->max_evaluations() - stats.evaluations;
+    if (left <= 0) spent = "max evaluations";
+    b->set_max_evaluations(std::max(left, 1));
+  }
+  if (b->max_tokens() > 0) {
+    const int64_t left = b->max_tokens() - stats.tokens;
+    if (left <= 0) spent = "token budget";
+    b->set_max_tokens(std::max<int64_t>(left, 1));
+  }
+  if (b->max_cost_usd() > 0) {
+    const double left = b->max_cost_usd() - stats.cost_usd;
+    if (left <= 0) spent = "cost budget";
+    b->set_max_cost_usd(std::max(left, 1e-9));
+  }
+  if (!spent.empty()) {
+    return Transition(*job, v1::JOB_STATE_SUCCEEDED,
+                      spent + " (spent before the orchestrator restarted)", "");
+  }
+  job->attempt = attempts + 1;
+  spdlog::info("job {}: resuming as attempt {}", r.id, job->attempt);
+  std::lock_guard lock(mu_);
+  active_[r.id] = job;
+  queue_.push_back(job);
+  return absl::OkStatus();
+}
+
+}  // namespace pkforge::orchestrator

@@ -1,0 +1,117 @@
+// JobManager: the life of every job -- admission, the FIFO queue, running
+// agent loops on their own threads, cancellation, deadlines, final states,
+// and recovery after a restart.
+//
+// Contract
+// - Submit() validates the spec (INVALID_ARGUMENT naming the field;
+//   FAILED_PRECONDITION when the API key variable is not set in this
+//   process's environment; UNAVAILABLE when no executor is healthy), stores
+//   the job (queued) and its first event before returning. A repeated
+//   client_request_id returns the job made by the first call (remembered for
+//   the life of this process).
+// - At most max_concurrent_jobs run at once; others wait in FIFO order.
+// - Each running job has a CancelToken: CancelJob and shutdown cancel it
+//   (aborting in-flight LLM calls and evaluations); it also carries the
+//   manager's deadline (wall budget + wall_grace_s), a backstop behind the
+//   agent's own wall budget.
+// - Final states: agent OK -> succeeded (stop_reason from the agent), or
+//   cancelled when it stopped because of CancelJob; agent error -> failed
+//   (error); shutdown -> interrupted ("shutdown"). The terminal event is
+//   appended before the row is updated, so a database whose job is terminal
+//   always holds its terminal event (what WatchJob relies on to end).
+// - Recover() (at start, before serving): queued jobs are queued again; a
+//   job whose terminal event was committed but whose row was not is
+//   finished; running search/replay jobs restart from scratch as a new
+//   attempt (recorded as a state event "attempt N"), continuing the same
+//   trajectory with the budget that is left; other running jobs (llm: they
+//   cost money and cannot resume a conversation) become interrupted with a
+//   reason. Nothing already stored is changed or lost.
+//
+// Threading: all public methods are thread-safe. Each running job occupies
+// one thread of its own (agent loops block on I/O); Submit/Cancel/Get never
+// block on a running job.
+#pragma once
+
+#include <condition_variable>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "agent/agent.h"
+#include "agent/cancel.h"
+#include "common/clock.h"
+#include "orchestrator/event_log.h"
+#include "orchestrator/executor_pool.h"
+#include "orchestrator/job_sink.h"
+#include "orchestrator/metrics.h"
+#include "pkforge/v1/orchestrator.pb.h"
+#include "storage/store.h"
+
+namespace pkforge::orchestrator {
+
+class JobManager {
+ public:
+  struct Options {
+    int max_concurrent_jobs = 64;
+    bool resume_jobs = true;
+    double wall_grace_s = 5;
+    agent::AgentOptions agent;
+    const Clock* clock = SystemClock::Get();
+  };
+
+  JobManager(Options options, storage::TrajectoryStore* store, EventLog* log, ExecutorPool* pool,
+             Metrics* metrics);
+  ~JobManager();  // Shutdown("shutdown", 0) if not done
+
+  absl::Status Recover();
+
+  absl::StatusOr<v1::Job> Submit(const v1::SubmitJobRequest& request);
+  absl::StatusOr<v1::Job> Get(const std::string& job_id);
+  absl::StatusOr<v1::ListJobsResponse> List(const v1::ListJobsRequest& request);
+  absl::StatusOr<v1::Job> Cancel(const std::string& job_id, const std::string& reason);
+
+  // The spec checks of Submit(), exposed for tests and the CLI's dry runs.
+  absl::Status Validate(const v1::JobSpec& spec) const;
+
+  // Stops admitting, cancels running jobs and waits up to `grace_s` for them
+  // to end (as interrupted with `reason`); queued jobs stay queued in the
+  // database and run after the next start. Idempotent.
+  void Shutdown(const std::string& reason, double grace_s);
+
+  std::map<std::string, int64_t> CountByState();
+
+ private:
+  struct Job;
+
+  void DispatchLocked();
+  void RunJob(std::shared_ptr<Job> job);
+  // Appends a state event and (unless terminal and already stored) moves the row.
+  absl::Status Transition(Job& job, v1::JobState state, const std::string& reason,
+                          const std::string& error);
+  v1::Job Snapshot(const Job& job) const;
+  absl::StatusOr<v1::Job> FromStore(const std::string& job_id);
+  int64_t ElapsedMs(const Job& job) const;
+  absl::Status RecoverOne(const storage::JobRecord& record);
+
+  const Options options_;
+  storage::TrajectoryStore* store_;
+  EventLog* log_;
+  ExecutorPool* pool_;
+  Metrics* metrics_;
+
+  mutable std::mutex mu_;
+  std::condition_variable idle_cv_;  // running_ dropped
+  std::map<std::string, std::shared_ptr<Job>> active_;  // queued or running here
+  std::deque<std::shared_ptr<Job>> queue_;
+  std::map<std::string, std::string> request_ids_;  // client_request_id -> job id
+  std::map<std::string, int64_t> finished_;  // by state name, since start
+  int running_ = 0;
+  bool accepting_ = true;
+  bool shutting_down_ = false;
+  std::string shutdown_reason_;
+};
+
+}  // namespace pkforge::orchestrator

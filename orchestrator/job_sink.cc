@@ -1,0 +1,196 @@
+#include "orchestrator/job_sink.h"
+
+#include <cmath>
+
+#include "common/status.h"
+#include "fmt/format.h"
+#include "orchestrator/convert.h"
+
+namespace pkforge::orchestrator {
+
+JobSink::JobSink(std::string job_id, std::string backend, Offsets offsets, EventLog* log,
+                 JobProgress* progress, Metrics* metrics)
+    : job_id_(std::move(job_id)),
+      backend_(std::move(backend)),
+      offsets_(offsets),
+      log_(log),
+      store_(log->store()),
+      progress_(progress),
+      metrics_(metrics) {}
+
+v1::Event JobSink::NewEvent(int64_t wall_us, int64_t elapsed_ms) const {
+  v1::Event e;
+  e.set_job_id(job_id_);
+  e.set_wall_us(wall_us);
+  e.set_elapsed_ms(elapsed_ms + offsets_.elapsed_ms);
+  return e;
+}
+
+absl::Status JobSink::Append(v1::Event event) {
+  const int64_t elapsed = event.elapsed_ms();
+  ASSIGN_OR_RETURN(v1::Event committed, log_->Append(std::move(event)));
+  (void)committed;
+  progress_->Update([&](ProgressSnapshot& s) { s.last_elapsed_ms = elapsed; });
+  return absl::OkStatus();
+}
+
+absl::Status JobSink::OnTurnStarted(const agent::TurnEntry& e) {
+  storage::TurnRecord r;
+  r.id = e.turn_id;
+  r.job_id = job_id_;
+  r.index = e.index + offsets_.turn_index;
+  r.started_wall_us = e.wall_us;
+  r.elapsed_ms = e.elapsed_ms + offsets_.elapsed_ms;
+  r.note = e.note;
+  RETURN_IF_ERROR(store_->AddTurn(r));
+  v1::Event ev = NewEvent(e.wall_us, e.elapsed_ms);
+  ev.mutable_turn_started()->set_turn_id(e.turn_id);
+  ev.mutable_turn_started()->set_index(r.index);
+  RETURN_IF_ERROR(Append(std::move(ev)));
+  progress_->Update([](ProgressSnapshot& s) { ++s.turns; });
+  return absl::OkStatus();
+}
+
+absl::Status JobSink::OnLlmCall(const agent::LlmCallEntry& e) {
+  storage::LlmCallRecord r;
+  r.id = e.call_id;
+  r.job_id = job_id_;
+  r.turn_id = e.turn_id;
+  r.provider = e.provider;
+  r.model = e.model;
+  r.prompt = e.prompt;
+  r.reply = e.reply;
+  r.prompt_tokens = e.prompt_tokens;
+  r.completion_tokens = e.completion_tokens;
+  r.latency_ms = e.latency_ms;
+  r.cost_usd = e.cost_usd;
+  r.attempts = std::max(1, e.attempts);
+  r.error = e.error;
+  r.wall_us = e.wall_us;
+  r.elapsed_ms = e.elapsed_ms + offsets_.elapsed_ms;
+  RETURN_IF_ERROR(store_->AddLlmCall(r));
+  v1::Event ev = NewEvent(e.wall_us, e.elapsed_ms);
+  auto* p = ev.mutable_llm_call();
+  p->set_call_id(e.call_id);
+  p->set_model(e.model);
+  p->set_prompt_tokens(e.prompt_tokens);
+  p->set_completion_tokens(e.completion_tokens);
+  p->set_latency_ms(e.latency_ms);
+  p->set_cost_usd(e.cost_usd);
+  p->set_attempts(r.attempts);
+  p->set_error(e.error);
+  RETURN_IF_ERROR(Append(std::move(ev)));
+  const int64_t tokens = e.prompt_tokens + e.completion_tokens;
+  progress_->Update([&](ProgressSnapshot& s) {
+    s.tokens += tokens;
+    s.cost_usd += e.cost_usd;
+  });
+  if (metrics_ != nullptr) metrics_->LlmCall(tokens);
+  return absl::OkStatus();
+}
+
+absl::Status JobSink::OnCandidate(const agent::CandidateEntry& e) {
+  storage::CandidateRecord r;
+  r.sha256 = e.sha256;
+  r.source = e.source;
+  r.backend = e.backend.empty() ? backend_ : e.backend;
+  r.first_seen_wall_us = e.wall_us;
+  RETURN_IF_ERROR(store_->PutCandidate(r).status());
+  v1::Event ev = NewEvent(e.wall_us, e.elapsed_ms);
+  ev.mutable_log()->set_level("info");
+  ev.mutable_log()->set_text(fmt::format(
+      "candidate {} origin={}{}{}", e.sha256, e.origin,
+      e.parent_sha256.empty() ? "" : " parent=" + e.parent_sha256,
+      e.llm_call_id.empty() ? "" : " llm_call=" + e.llm_call_id));
+  return Append(std::move(ev));
+}
+
+absl::Status JobSink::OnEvaluationStarted(const agent::EvaluationStartEntry& e) {
+  v1::Event ev = NewEvent(e.wall_us, e.elapsed_ms);
+  ev.mutable_evaluation_started()->set_evaluation_id(e.evaluation_id);
+  ev.mutable_evaluation_started()->set_candidate_sha256(e.candidate_sha256);
+  return Append(std::move(ev));
+}
+
+absl::Status JobSink::OnEvaluationFinished(const agent::EvaluationEntry& e) {
+  v1::Event ev = NewEvent(e.wall_us, e.elapsed_ms);
+  auto* p = ev.mutable_evaluation_finished();
+  p->set_evaluation_id(e.evaluation_id);
+  if (!e.error.ok()) {
+    p->set_status(v1::EvaluationResult::STATUS_UNSPECIFIED);
+    p->set_message(fmt::format("no result: {}", e.error.ToString()));
+    p->mutable_stages()->set_queue_ms(e.queue_ms);
+    RETURN_IF_ERROR(Append(std::move(ev)));
+    if (metrics_ != nullptr) metrics_->EvaluationFinished("NO_RESULT");
+    return absl::OkStatus();
+  }
+  const v1::EvaluationResult& res = e.result;
+  storage::EvaluationRecord r;
+  r.id = e.evaluation_id;
+  r.job_id = job_id_;
+  r.turn_id = e.turn_id;
+  r.candidate_sha256 = e.candidate_sha256;
+  r.status = StatusName(res.status());
+  r.correct = res.status() == v1::EvaluationResult::OK;
+  if (res.has_speedup() && std::isfinite(res.speedup()) && res.speedup() > 0) {
+    r.speedup = res.speedup();
+  }
+  if (res.candidate().samples() > 0) r.candidate_median_us = res.candidate().median_us();
+  if (res.reference().samples() > 0) r.reference_median_us = res.reference().median_us();
+  if (res.roofline().candidate_fraction() > 0 && std::isfinite(res.roofline().candidate_fraction())) {
+    r.roofline_fraction = res.roofline().candidate_fraction();
+  }
+  ASSIGN_OR_RETURN(r.result_json, ToJson(res));
+  r.executor = e.executor;
+  r.queue_ms = std::max(0.0, e.queue_ms);
+  r.compile_ms = std::max(0.0, e.compile_ms);
+  r.run_ms = std::max(0.0, e.run_ms);
+  r.wall_us = e.wall_us;
+  r.elapsed_ms = e.elapsed_ms + offsets_.elapsed_ms;
+  RETURN_IF_ERROR(store_->AddEvaluation(r));
+  last_evaluation_id_ = e.evaluation_id;
+  last_roofline_fraction_ = r.roofline_fraction.value_or(0);
+  p->set_status(res.status());
+  if (r.speedup) p->set_speedup(*r.speedup);
+  p->set_message(res.message());
+  auto* st = p->mutable_stages();
+  *st = res.stages();
+  st->set_queue_ms(r.queue_ms);
+  if (st->compile_ms() == 0) st->set_compile_ms(r.compile_ms);
+  if (st->run_ms() == 0) st->set_run_ms(r.run_ms);
+  RETURN_IF_ERROR(Append(std::move(ev)));
+  progress_->Update([&](ProgressSnapshot& s) {
+    ++s.evaluations;
+    s.last_status = res.status();
+  });
+  if (metrics_ != nullptr) metrics_->EvaluationFinished(r.status);
+  return absl::OkStatus();
+}
+
+absl::Status JobSink::OnBestImproved(const agent::BestImprovedEntry& e) {
+  v1::Event ev = NewEvent(e.wall_us, e.elapsed_ms);
+  auto* p = ev.mutable_best_improved();
+  p->set_evaluation_id(e.evaluation_id);
+  p->set_speedup(e.speedup);
+  p->set_previous(e.previous);
+  RETURN_IF_ERROR(Append(std::move(ev)));
+  progress_->Update([&](ProgressSnapshot& s) {
+    if (!s.best_speedup || e.speedup > *s.best_speedup) {
+      s.best_speedup = e.speedup;
+      s.best_evaluation_id = e.evaluation_id;
+      s.best_candidate_sha256 = e.candidate_sha256;
+      s.best_roofline_fraction =
+          e.evaluation_id == last_evaluation_id_ ? last_roofline_fraction_ : 0;
+    }
+  });
+  return absl::OkStatus();
+}
+
+absl::Status JobSink::OnLog(const agent::LogEntry& e) {
+  v1::Event ev = NewEvent(e.wall_us, e.elapsed_ms);
+  ev.mutable_log()->set_level(e.level);
+  ev.mutable_log()->set_text(e.text);
+  return Append(std::move(ev));
+}
+
+}  // namespace pkforge::orchestrator

@@ -1,0 +1,530 @@
+#include "orchestrator/service.h"
+
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include <deque>
+#include <map>
+#include <set>
+
+#include "common/grpc_status.h"
+#include "common/ids.h"
+#include "common/status.h"
+#include "fmt/format.h"
+#include "orchestrator/convert.h"
+#include "spdlog/spdlog.h"
+#include "storage/plateau.h"
+#include "storage/plateau_export.h"
+#include "storage/plateau_loader.h"
+
+namespace pkforge::orchestrator {
+
+namespace asio = boost::asio;
+
+OrchestratorService::OrchestratorService(Options options, Deps deps)
+    : options_(options),
+      deps_(deps),
+      pool_(static_cast<size_t>(std::max(1, options.threads))),
+      timers_work_(asio::make_work_guard(timers_)) {
+  timer_thread_ = std::thread([this] { timers_.run(); });
+}
+
+OrchestratorService::~OrchestratorService() { Shutdown(); }
+
+void OrchestratorService::Shutdown() {
+  if (shut_down_) return;
+  shut_down_ = true;
+  pool_.join();
+  timers_work_.reset();
+  timers_.stop();
+  if (timer_thread_.joinable()) timer_thread_.join();
+}
+
+template <typename Fn>
+grpc::ServerUnaryReactor* OrchestratorService::Unary(grpc::CallbackServerContext* ctx, Fn fn) {
+  grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+  if (grpc::Status s = deps_.auth->Check(ctx); !s.ok()) {
+    reactor->Finish(s);
+    return reactor;
+  }
+  asio::post(pool_, [reactor, fn = std::move(fn)]() mutable {
+    reactor->Finish(ToGrpcStatus(fn()));
+  });
+  return reactor;
+}
+
+// ------------------------------------------------------------------ unary
+
+grpc::ServerUnaryReactor* OrchestratorService::SubmitJob(grpc::CallbackServerContext* ctx,
+                                                         const v1::SubmitJobRequest* req,
+                                                         v1::Job* resp) {
+  return Unary(ctx, [this, req, resp]() -> absl::Status {
+    ASSIGN_OR_RETURN(*resp, deps_.jobs->Submit(*req));
+    return absl::OkStatus();
+  });
+}
+
+grpc::ServerUnaryReactor* OrchestratorService::GetJob(grpc::CallbackServerContext* ctx,
+                                                      const v1::GetJobRequest* req,
+                                                      v1::Job* resp) {
+  return Unary(ctx, [this, req, resp]() -> absl::Status {
+    ASSIGN_OR_RETURN(*resp, deps_.jobs->Get(req->job_id()));
+    return absl::OkStatus();
+  });
+}
+
+grpc::ServerUnaryReactor* OrchestratorService::ListJobs(grpc::CallbackServerContext* ctx,
+                                                        const v1::ListJobsRequest* req,
+                                                        v1::ListJobsResponse* resp) {
+  return Unary(ctx, [this, req, resp]() -> absl::Status {
+    ASSIGN_OR_RETURN(*resp, deps_.jobs->List(*req));
+    return absl::OkStatus();
+  });
+}
+
+grpc::ServerUnaryReactor* OrchestratorService::CancelJob(grpc::CallbackServerContext* ctx,
+                                                         const v1::CancelJobRequest* req,
+                                                         v1::Job* resp) {
+  return Unary(ctx, [this, req, resp]() -> absl::Status {
+    ASSIGN_OR_RETURN(*resp, deps_.jobs->Cancel(req->job_id(), req->reason()));
+    return absl::OkStatus();
+  });
+}
+
+grpc::ServerUnaryReactor* OrchestratorService::ListProblems(grpc::CallbackServerContext* ctx,
+                                                            const v1::ListProblemsRequest* req,
+                                                            v1::ListProblemsResponse* resp) {
+  return Unary(ctx, [this, req, resp]() -> absl::Status {
+    (void)req;
+    for (auto& p : deps_.executors->Problems()) *resp->add_problems() = std::move(p);
+    return absl::OkStatus();
+  });
+}
+
+grpc::ServerUnaryReactor* OrchestratorService::ListExecutors(grpc::CallbackServerContext* ctx,
+                                                             const v1::ListExecutorsRequest* req,
+                                                             v1::ListExecutorsResponse* resp) {
+  return Unary(ctx, [this, req, resp]() -> absl::Status {
+    (void)req;
+    for (auto& e : deps_.executors->List()) *resp->add_executors() = std::move(e);
+    return absl::OkStatus();
+  });
+}
+
+grpc::ServerUnaryReactor* OrchestratorService::GetTrajectory(grpc::CallbackServerContext* ctx,
+                                                             const v1::GetTrajectoryRequest* req,
+                                                             v1::Trajectory* resp) {
+  return Unary(ctx, [this, req, resp] { return DoGetTrajectory(*req, resp); });
+}
+
+grpc::ServerUnaryReactor* OrchestratorService::AnalyzePlateau(
+    grpc::CallbackServerContext* ctx, const v1::AnalyzePlateauRequest* req,
+    v1::PlateauReport* resp) {
+  return Unary(ctx, [this, req, resp] { return DoAnalyzePlateau(*req, resp); });
+}
+
+absl::Status OrchestratorService::DoGetTrajectory(const v1::GetTrajectoryRequest& req,
+                                                  v1::Trajectory* resp) {
+  ASSIGN_OR_RETURN(*resp->mutable_job(), deps_.jobs->Get(req.job_id()));
+  storage::TrajectoryStore& store = *deps_.store;
+  ASSIGN_OR_RETURN(storage::JobRecord record, store.GetJob(req.job_id()));
+  ASSIGN_OR_RETURN(auto turns, store.ListTurns(req.job_id()));
+  for (const auto& t : turns) {
+    auto* p = resp->add_turns();
+    p->set_id(t.id);
+    p->set_index(t.index);
+    p->set_elapsed_ms(t.elapsed_ms);
+    p->set_note(t.note);
+  }
+  ASSIGN_OR_RETURN(auto calls, store.ListLlmCalls(req.job_id()));
+  for (const auto& c : calls) {
+    auto* p = resp->add_llm_calls();
+    p->set_id(c.id);
+    p->set_turn_id(c.turn_id);
+    p->set_provider(c.provider == "anthropic" ? v1::PROVIDER_ANTHROPIC
+                    : c.provider == "openai"  ? v1::PROVIDER_OPENAI
+                                              : v1::PROVIDER_UNSPECIFIED);
+    p->set_model(c.model);
+    if (req.include_llm_text()) {
+      p->set_prompt(c.prompt);
+      p->set_reply(c.reply);
+    }
+    p->set_prompt_tokens(c.prompt_tokens);
+    p->set_completion_tokens(c.completion_tokens);
+    p->set_latency_ms(c.latency_ms);
+    p->set_cost_usd(c.cost_usd);
+    p->set_attempts(c.attempts);
+    p->set_error(c.error);
+    p->set_elapsed_ms(c.elapsed_ms);
+  }
+  ASSIGN_OR_RETURN(auto evals, store.ListEvaluations(req.job_id()));
+  // active_s as the plateau analysis defines it (plateau_loader.h).
+  storage::JobTrajectory traj =
+      storage::TrajectoryFromRecords(record, evals, SystemClock::Get()->NowWallMicros());
+  std::set<std::string> shas;
+  double best = 0;
+  for (size_t i = 0; i < evals.size(); ++i) {
+    const auto& e = evals[i];
+    auto* p = resp->add_evaluations();
+    p->set_id(e.id);
+    p->set_turn_id(e.turn_id);
+    p->set_candidate_sha256(e.candidate_sha256);
+    v1::EvaluationResult::Status st = v1::EvaluationResult::STATUS_UNSPECIFIED;
+    v1::EvaluationResult::Status_Parse(e.status, &st);
+    p->set_status(st);
+    if (e.speedup) p->set_speedup(*e.speedup);
+    p->set_elapsed_ms(e.elapsed_ms);
+    if (i < traj.points.size()) p->set_active_s(traj.points[i].active_s);
+    p->mutable_stages()->set_queue_ms(e.queue_ms);
+    p->mutable_stages()->set_compile_ms(e.compile_ms);
+    p->mutable_stages()->set_run_ms(e.run_ms);
+    p->set_executor(e.executor);
+    if (req.include_results() && !e.result_json.empty()) {
+      RETURN_IF_ERROR(FromJson(e.result_json, p->mutable_result()));
+    }
+    shas.insert(e.candidate_sha256);
+    if (e.correct && e.speedup && *e.speedup > best) {
+      best = *e.speedup;
+      auto* c = resp->add_best_curve();
+      c->set_t_s(static_cast<double>(e.elapsed_ms) / 1e3);
+      c->set_best_speedup(best);
+    }
+  }
+  for (const auto& sha : shas) {
+    auto* c = resp->add_candidates();
+    c->set_sha256(sha);
+    if (req.include_sources()) {
+      ASSIGN_OR_RETURN(storage::CandidateRecord rec, store.GetCandidate(sha));
+      c->set_source(rec.source);
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status OrchestratorService::DoAnalyzePlateau(const v1::AnalyzePlateauRequest& req,
+                                                   v1::PlateauReport* resp) {
+  storage::PlateauOptions opts;
+  opts.axis = req.axis() == v1::TIME_AXIS_ACTIVE ? storage::TimeAxis::kActive
+                                                 : storage::TimeAxis::kElapsed;
+  if (req.epsilon() != 0) opts.onset.epsilon = req.epsilon();
+  if (req.window_s() > 0) opts.onset.window_s = req.window_s();
+  if (req.group_by_size() > 0) {
+    opts.group_by.clear();
+    for (const auto& k : req.group_by()) {
+      ASSIGN_OR_RETURN(auto key, storage::ParseGroupKey(k));
+      opts.group_by.push_back(key);
+    }
+  }
+  if (req.fast_p_size() > 0) opts.fast_p.assign(req.fast_p().begin(), req.fast_p().end());
+  opts.budgets_s.assign(req.budgets_s().begin(), req.budgets_s().end());
+  if (req.fractions_size() > 0) opts.fractions.assign(req.fractions().begin(), req.fractions().end());
+  if (req.grid_points() > 0) opts.auto_grid_points = req.grid_points();
+  RETURN_IF_ERROR(storage::ValidatePlateauOptions(opts));
+
+  std::vector<storage::JobTrajectory> trajectories;
+  const v1::JobSelector& sel = req.jobs();
+  if (sel.job_ids_size() > 0) {
+    for (const auto& id : sel.job_ids()) {
+      RETURN_IF_ERROR(Annotate(ValidateId(id, "job"), "jobs.job_ids"));
+      ASSIGN_OR_RETURN(auto t, storage::LoadJobTrajectory(*deps_.store, id));
+      trajectories.push_back(std::move(t));
+    }
+  } else {
+    storage::JobFilter f;
+    f.problem = sel.problem();
+    f.model = sel.model();
+    f.strategy = sel.strategy();
+    f.agent_kind = sel.agent_kind();
+    f.label = sel.label();
+    f.limit = 100000;
+    ASSIGN_OR_RETURN(trajectories, storage::LoadJobTrajectories(*deps_.store, f));
+  }
+  if (trajectories.empty()) return absl::NotFoundError("no jobs match the selector");
+  ASSIGN_OR_RETURN(storage::PlateauReport report, storage::BuildPlateauReport(trajectories, opts));
+  *resp = PlateauToProto(report, req.include_curves());
+  if (req.include_svg()) {
+    ASSIGN_OR_RETURN(std::string svg, storage::RenderPlateauSvg(report));
+    resp->set_svg(std::move(svg));
+  }
+  return absl::OkStatus();
+}
+
+// -------------------------------------------------------------- WatchJob
+
+// The state of one WatchJob stream, shared by the reactor (gRPC threads), the
+// EventLog (appending threads), the pool (database reads) and the heartbeat
+// timer. Only the thread that set writing_ (or finished_) under mu_ touches
+// the reactor, outside mu_; the reactor lives until OnDone, which gRPC calls
+// only after our Finish, after which no thread touches it.
+class OrchestratorService::WatchCore final
+    : public EventLog::Listener,
+      public std::enable_shared_from_this<OrchestratorService::WatchCore> {
+ public:
+  WatchCore(OrchestratorService* svc, grpc::ServerWriteReactor<v1::WatchJobResponse>* reactor,
+            v1::WatchJobRequest request)
+      : svc_(svc), reactor_(reactor), req_(std::move(request)), timer_(svc->timers_) {}
+
+  void Start() {
+    svc_->deps_.metrics->WatchStreamOpened();
+    auto self = shared_from_this();
+    asio::post(svc_->pool_, [self] { self->Begin(); });
+  }
+
+  void OnEvent(const v1::Event& event) override {
+    {
+      std::lock_guard lock(mu_);
+      if (finished_) return;
+      if (static_cast<int>(live_.size()) >= svc_->options_.watch_buffer_events) {
+        // Too far behind: forget the live buffer, catch up from SQLite.
+        live_.clear();
+        db_caught_up_ = false;
+      } else {
+        live_.push_back(event);
+      }
+    }
+    Pump();
+  }
+
+  void OnWriteDone(bool ok) {
+    {
+      std::lock_guard lock(mu_);
+      writing_ = false;
+      if (!ok) cancelled_ = true;  // the client went away
+    }
+    Pump();
+  }
+
+  void OnCancel() {
+    {
+      std::lock_guard lock(mu_);
+      cancelled_ = true;
+    }
+    Pump();
+  }
+
+ private:
+  void Begin() {
+    grpc::Status error;
+    if (absl::Status s = Annotate(ValidateId(req_.job_id(), "job"), "job_id"); !s.ok()) {
+      error = ToGrpcStatus(s);
+    } else if (req_.after_seq() < 0) {
+      error = grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "after_seq must be >= 0");
+    } else {
+      auto record = svc_->deps_.store->GetJob(req_.job_id());
+      if (!record.ok()) {
+        error = ToGrpcStatus(record.status());
+      } else {
+        // Subscribe before the first database read: see event_log.h.
+        if (!req_.no_follow()) {
+          svc_->deps_.log->Subscribe(req_.job_id(), shared_from_this());
+          subscribed_ = true;
+        }
+        auto last = svc_->deps_.store->LastEventSeq(req_.job_id());
+        if (!last.ok()) {
+          error = ToGrpcStatus(last.status());
+        } else {
+          std::lock_guard lock(mu_);
+          target_seq_ = *last;
+          terminal_at_start_ = storage::IsTerminal(record->state);
+          state_ = ToProtoState(record->state);
+          cursor_ = req_.after_seq();
+        }
+      }
+    }
+    {
+      std::lock_guard lock(mu_);
+      starting_ = false;
+      if (!error.ok()) pending_error_ = error;
+    }
+    // The timer belongs to the timer thread: arm it there.
+    std::weak_ptr<WatchCore> weak = shared_from_this();
+    asio::post(svc_->timers_, [weak] {
+      if (auto self = weak.lock()) self->ScheduleHeartbeat();
+    });
+    Pump();
+  }
+
+  // Runs on the timer thread only.
+  void ScheduleHeartbeat() {
+    const auto interval = std::chrono::microseconds(
+        static_cast<int64_t>(svc_->options_.heartbeat_interval_s * 1e6));
+    std::weak_ptr<WatchCore> weak = shared_from_this();
+    timer_.expires_after(interval);
+    timer_.async_wait([weak, interval](const boost::system::error_code& ec) {
+      if (ec) return;
+      auto self = weak.lock();
+      if (!self) return;
+      {
+        std::lock_guard lock(self->mu_);
+        if (self->finished_) return;
+        const auto idle = std::chrono::steady_clock::now() - self->last_write_;
+        if (idle >= interval * 9 / 10) self->heartbeat_due_ = true;
+      }
+      self->ScheduleHeartbeat();
+      self->Pump();
+    });
+  }
+
+  static bool IsTerminalEvent(const v1::Event& e) {
+    return e.has_state_changed() && IsTerminal(e.state_changed().state());
+  }
+
+  // Decides the next step under mu_ and performs it outside.
+  void Pump() {
+    enum { kNone, kWrite, kFinish, kRead } action = kNone;
+    grpc::Status finish_status;
+    int64_t read_after = 0;
+    {
+      std::lock_guard lock(mu_);
+      if (finished_ || writing_ || starting_) return;
+      while (!replay_.empty() && replay_.front().seq() <= cursor_) replay_.pop_front();
+      while (!live_.empty() && live_.front().seq() <= cursor_) live_.pop_front();
+      std::deque<v1::Event>* source = nullptr;
+      if (!replay_.empty() && replay_.front().seq() == cursor_ + 1) {
+        source = &replay_;
+      } else if (!live_.empty() && live_.front().seq() == cursor_ + 1) {
+        source = &live_;
+      }
+      if (cancelled_) {
+        action = kFinish;
+        finish_status = grpc::Status(grpc::StatusCode::CANCELLED, "watch cancelled");
+      } else if (!pending_error_.ok()) {
+        action = kFinish;
+        finish_status = pending_error_;
+      } else if (req_.no_follow() && cursor_ >= target_seq_) {
+        action = kFinish;
+      } else if (source != nullptr) {
+        response_.Clear();
+        *response_.mutable_event() = std::move(source->front());
+        source->pop_front();
+        cursor_ = response_.event().seq();
+        if (response_.event().has_state_changed()) state_ = response_.event().state_changed().state();
+        if (IsTerminalEvent(response_.event())) terminal_sent_ = true;
+        action = kWrite;
+      } else if (terminal_sent_) {
+        action = kFinish;
+      } else if (terminal_at_start_ && db_caught_up_ && cursor_ >= target_seq_) {
+        action = kFinish;  // a finished job without a terminal event (older writer)
+      } else if (!db_caught_up_ || !live_.empty()) {
+        // Not read yet, fell behind, or a gap before the first live event.
+        if (!reading_) {
+          reading_ = true;
+          read_after = cursor_;
+          action = kRead;
+        }
+      } else if (heartbeat_due_) {
+        heartbeat_due_ = false;
+        response_.Clear();
+        auto* hb = response_.mutable_heartbeat();
+        hb->set_wall_us(SystemClock::Get()->NowWallMicros());
+        hb->set_last_seq(cursor_);
+        hb->set_state(state_);
+        action = kWrite;
+      }
+      if (action == kWrite) {
+        writing_ = true;
+        last_write_ = std::chrono::steady_clock::now();
+      }
+      if (action == kFinish) finished_ = true;
+    }
+    switch (action) {
+      case kWrite:
+        reactor_->StartWrite(&response_);
+        break;
+      case kFinish: {
+        if (subscribed_) svc_->deps_.log->Unsubscribe(req_.job_id(), this);
+        asio::post(svc_->timers_, [self = shared_from_this()] { self->timer_.cancel(); });
+        svc_->deps_.metrics->WatchStreamClosed();
+        reactor_->Finish(finish_status);
+        break;
+      }
+      case kRead: {
+        auto self = shared_from_this();
+        asio::post(svc_->pool_, [self, read_after] { self->Read(read_after); });
+        break;
+      }
+      case kNone:
+        break;
+    }
+  }
+
+  void Read(int64_t after) {
+    const int batch = svc_->options_.watch_read_batch;
+    auto records = svc_->deps_.store->ReadEvents(req_.job_id(), after, batch);
+    {
+      std::lock_guard lock(mu_);
+      reading_ = false;
+      if (!records.ok()) {
+        pending_error_ = ToGrpcStatus(records.status());
+      } else {
+        replay_.clear();
+        for (const auto& r : *records) {
+          if (r.seq <= cursor_) continue;
+          auto ev = EventFromRecord(r);
+          if (!ev.ok()) {
+            pending_error_ = ToGrpcStatus(ev.status());
+            break;
+          }
+          replay_.push_back(std::move(*ev));
+        }
+        db_caught_up_ = static_cast<int>(records->size()) < batch;
+      }
+    }
+    Pump();
+  }
+
+  OrchestratorService* const svc_;
+  grpc::ServerWriteReactor<v1::WatchJobResponse>* const reactor_;
+  const v1::WatchJobRequest req_;
+  asio::steady_timer timer_;  // used on the timer thread only
+  bool subscribed_ = false;   // set in Begin before anything else can read it
+
+  std::mutex mu_;
+  bool starting_ = true;
+  bool writing_ = false;
+  bool finished_ = false;
+  bool cancelled_ = false;
+  bool reading_ = false;
+  bool db_caught_up_ = false;
+  bool heartbeat_due_ = false;
+  bool terminal_sent_ = false;
+  bool terminal_at_start_ = false;
+  grpc::Status pending_error_;
+  int64_t cursor_ = 0;      // seq of the last event written
+  int64_t target_seq_ = 0;  // last seq when the watch began (no_follow stops there)
+  v1::JobState state_ = v1::JOB_STATE_UNSPECIFIED;
+  std::deque<v1::Event> replay_;  // from SQLite
+  std::deque<v1::Event> live_;    // from the EventLog
+  v1::WatchJobResponse response_;  // the message being written
+  std::chrono::steady_clock::time_point last_write_ = std::chrono::steady_clock::now();
+};
+
+class OrchestratorService::WatchReactor final
+    : public grpc::ServerWriteReactor<v1::WatchJobResponse> {
+ public:
+  WatchReactor(OrchestratorService* svc, const v1::WatchJobRequest& req)
+      : core_(std::make_shared<WatchCore>(svc, this, req)) {
+    core_->Start();
+  }
+  void OnWriteDone(bool ok) override { core_->OnWriteDone(ok); }
+  void OnCancel() override { core_->OnCancel(); }
+  void OnDone() override { delete this; }
+
+ private:
+  std::shared_ptr<WatchCore> core_;
+};
+
+grpc::ServerWriteReactor<v1::WatchJobResponse>* OrchestratorService::WatchJob(
+    grpc::CallbackServerContext* ctx, const v1::WatchJobRequest* req) {
+  if (grpc::Status s = deps_.auth->Check(ctx); !s.ok()) {
+    class Denied final : public grpc::ServerWriteReactor<v1::WatchJobResponse> {
+     public:
+      explicit Denied(const grpc::Status& s) { Finish(s); }
+      void OnDone() override { delete this; }
+    };
+    return new Denied(s);
+  }
+  return new WatchReactor(this, *req);
+}
+
+}  // namespace pkforge::orchestrator
