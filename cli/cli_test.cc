@@ -102,16 +102,37 @@ class CliTest : public ::testing::Test {
   std::vector<std::string> job_ids_;
 };
 
-TEST_F(CliTest, LocalPreparesDataDirAndSaysNotYetAvailable) {
-  std::string data = (dir_ / "data").string();
-  CmdResult r = Pkforge("local --backend host --data-dir " + data);
-  EXPECT_EQ(r.code, 4) << r.out;
-  EXPECT_NE(r.out.find("not yet available"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("backend host"), std::string::npos) << r.out;
-  EXPECT_TRUE(fs::exists(fs::path(data) / "pkforge.db"));
+// `pkforge local` end to end on the host backend with the search agent: real
+// pkforge-executor and pkforge-orchestrator children, a real job, the result
+// as JSON on stdout (progress on stderr, dropped here), children gone after.
+TEST_F(CliTest, LocalRunsASearchJobEndToEndAndStopsItsChildren) {
+  const std::string data = (dir_ / "data").string();
+  const std::string json_out = (dir_ / "local.json").string();
+  CmdResult r = Pkforge("local --backend host --problem allreduce --world-size 2 --size tiny "
+                        "--budget 120s --max-evaluations 6 --data-dir " + data + " --json > " +
+                        json_out + " 2>/dev/null; echo rc=$?");
+  ASSERT_NE(r.out.find("rc=0"), std::string::npos) << r.out;
+  std::ifstream in(json_out);
+  auto j = nlohmann::json::parse(in);
+  EXPECT_EQ(j["job"]["state"], "JOB_STATE_SUCCEEDED") << j.dump();
+  EXPECT_GE(j["job"]["evaluations"].get<int>(), 1) << j.dump();
+  ASSERT_TRUE(j["job"].contains("bestSpeedup")) << j.dump();
+  EXPECT_GT(j["job"]["bestSpeedup"].get<double>(), 0);
+  const std::string best = j["best_source"];
+  ASSERT_FALSE(best.empty());
+  std::ifstream src(best);
+  std::string text((std::istreambuf_iterator<char>(src)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("pkf_run"), std::string::npos);
+  EXPECT_EQ(j["plateau"]["jobs"].size(), 1u);
+  // Everything is in the database, and the daemons are gone.
   auto store = storage::TrajectoryStore::Open((fs::path(data) / "pkforge.db").string());
   ASSERT_TRUE(store.ok());
-  EXPECT_EQ(*(*store)->SchemaVersion(), storage::CurrentSchemaVersion());
+  auto evals = (*store)->ListEvaluations(j["job"]["id"].get<std::string>());
+  ASSERT_TRUE(evals.ok());
+  EXPECT_EQ(static_cast<int>(evals->size()), j["job"]["evaluations"].get<int>());
+  CmdResult ps = Pkforge("version >/dev/null; pgrep -f 'pkforge-(executor|orchestrator).*" + data +
+                         "' || echo none");
+  EXPECT_NE(ps.out.find("none"), std::string::npos) << ps.out;
 }
 
 TEST_F(CliTest, JobsListsFromDatabaseFile) {

@@ -1,30 +1,54 @@
 // `pkforge local`: the main job on one machine with embedded defaults.
 //
-// Today this prepares the data directory and the trajectory database (the
-// parts that exist) and reports that the orchestrator is not available yet;
-// the full job (executor + orchestrator children on loopback) arrives with the
-// orchestrator issue. It never pretends to have run a job.
+// Starts pkforge-executor and pkforge-orchestrator (found next to this
+// binary) as child processes on loopback ports they pick themselves, keeps
+// everything in --data-dir (SQLite database, compile cache, logs, the best
+// source), submits one job, shows live progress, prints the result and a
+// plateau summary, and stops both children cleanly: on completion, on
+// Ctrl-C (the job is cancelled first; a second Ctrl-C stops at once) and, via
+// PR_SET_PDEATHSIG, if this process dies.
+//
+// Choices made for the user are printed with the reason: the cuda backend
+// when a GPU is usable (else host), the llm agent when a provider is
+// configured (else the search agent).
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <string>
 #include <system_error>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "cli/commands.h"
+#include "cli/remote.h"
 #include "common/status.h"
-#include "storage/store.h"
+#include "fmt/format.h"
+#include "google/protobuf/util/json_util.h"
 
 namespace pkforge::cli {
 namespace {
+
+namespace fs = std::filesystem;
 
 struct LocalOptions {
   std::string problem = "allreduce";
   std::string budget = "10m";
   std::string agent;    // llm | search | replay; empty = llm if configured, else search
+  std::string provider, base_url, model, api_key_env;
+  std::string replay_dir;
   std::string backend;  // host | cuda; empty = cuda if a GPU is usable, else host
   int world_size = 1;
+  std::string size = "default";
+  std::string dtype;
+  int max_evaluations = 0;
   std::string data_dir = "pkforge-data";
   bool json = false;
 };
@@ -33,31 +57,315 @@ bool GpuUsable() {
   return access("/dev/nvidiactl", F_OK) == 0 && access("/dev/nvidia0", F_OK) == 0;
 }
 
+// One daemon child: stdout is read until its "listening" line, stderr goes
+// to a log file.
+struct Child {
+  std::string name;
+  pid_t pid = -1;
+  int out_fd = -1;
+  std::string log;
+
+  ~Child() { Stop(10); }
+  void Stop(int grace_s) {
+    if (pid <= 0) return;
+    kill(pid, SIGTERM);
+    for (int i = 0; i < grace_s * 20; ++i) {
+      if (waitpid(pid, nullptr, WNOHANG) == pid) {
+        pid = -1;
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    if (pid > 0) {
+      std::fprintf(stderr, "pkforge local: %s did not stop in %d s; killing it\n", name.c_str(), grace_s);
+      kill(pid, SIGKILL);
+      waitpid(pid, nullptr, 0);
+      pid = -1;
+    }
+    if (out_fd >= 0) close(out_fd);
+    out_fd = -1;
+  }
+};
+
+absl::Status Spawn(const std::vector<std::string>& argv, const std::string& log_path, Child* c) {
+  int out[2];
+  if (pipe2(out, O_CLOEXEC) != 0) return ErrnoError("pipe", errno);
+  const int log_fd = open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (log_fd < 0) return ErrnoError("open " + log_path, errno);
+  std::vector<char*> args;
+  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  const pid_t parent = getpid();
+  const pid_t pid = fork();
+  if (pid < 0) return ErrnoError("fork", errno);
+  if (pid == 0) {
+    // The daemons go down with us, whatever kills us.
+    prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (getppid() != parent) _exit(1);
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, nullptr);
+    setpgid(0, 0);  // Ctrl-C reaches us, not them; we stop them in order
+    dup2(out[1], 1);
+    dup2(log_fd, 2);
+    execv(args[0], args.data());
+    _exit(127);
+  }
+  close(out[1]);
+  close(log_fd);
+  c->pid = pid;
+  c->out_fd = out[0];
+  c->log = log_path;
+  return absl::OkStatus();
+}
+
+// Reads the child's stdout until a line starting with `prefix`; returns the
+// rest of that line.
+absl::StatusOr<std::string> AwaitLine(Child* c, const std::string& prefix, int timeout_s) {
+  std::string buf;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
+  fcntl(c->out_fd, F_SETFL, O_NONBLOCK);
+  while (std::chrono::steady_clock::now() < deadline) {
+    char tmp[512];
+    const ssize_t n = read(c->out_fd, tmp, sizeof tmp);
+    if (n > 0) {
+      buf.append(tmp, static_cast<size_t>(n));
+      size_t pos;
+      while ((pos = buf.find('\n')) != std::string::npos) {
+        std::string line = buf.substr(0, pos);
+        buf.erase(0, pos + 1);
+        if (line.rfind(prefix, 0) == 0) return line.substr(prefix.size());
+      }
+      continue;
+    }
+    if (n == 0 || waitpid(c->pid, nullptr, WNOHANG) == c->pid) {
+      c->pid = -1;
+      return absl::UnavailableError(absl::StrCat(c->name, " exited during start-up; see ", c->log));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return absl::UnavailableError(absl::StrCat(c->name, " did not start within ", timeout_s, " s; see ", c->log));
+}
+
+std::string Trim(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+  while (!s.empty() && s.front() == ' ') s.erase(0, 1);
+  return s;
+}
+
 int RunLocal(const LocalOptions& o) {
+  auto budget = ParseDuration(o.budget);
+  if (!budget.ok()) return ReportStatus("local", budget.status());
   std::error_code ec;
-  std::filesystem::create_directories(o.data_dir, ec);
+  const fs::path data = fs::absolute(o.data_dir, ec);
+  fs::create_directories(data / "logs", ec);
   if (ec) {
     return ReportStatus("local", absl::UnavailableError(absl::StrCat(
-                                     "creating data directory ", o.data_dir, ": ", ec.message())));
+                                     "creating data directory ", data.string(), ": ", ec.message())));
   }
-  std::string db_path = (std::filesystem::path(o.data_dir) / "pkforge.db").string();
-  auto store = storage::TrajectoryStore::Open(db_path);
-  if (!store.ok()) return ReportStatus("local", Annotate(store.status(), "opening " + db_path));
-  auto version = (*store)->SchemaVersion();
-  if (!version.ok()) return ReportStatus("local", version.status());
+  char self[4096] = {};
+  const ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+  const fs::path bin = fs::path(n > 0 ? std::string(self, static_cast<size_t>(n)) : "").parent_path();
+  const std::string executor_exe = (bin / "pkforge-executor").string();
+  const std::string orchestrator_exe = (bin / "pkforge-orchestrator").string();
+  for (const auto& exe : {executor_exe, orchestrator_exe})
+    if (access(exe.c_str(), X_OK) != 0)
+      return ReportStatus("local", absl::UnavailableError(absl::StrCat(exe, " not found: build it first")));
 
-  std::string backend = o.backend.empty() ? (GpuUsable() ? "cuda" : "host") : o.backend;
-  std::printf("pkforge local: data directory %s, trajectory database %s (schema v%d)\n",
-              o.data_dir.c_str(), db_path.c_str(), *version);
-  std::printf("pkforge local: backend %s (%s)\n", backend.c_str(),
-              o.backend.empty() ? (backend == "cuda" ? "GPU found" : "no usable GPU found")
-                                : "as requested");
-  return ReportStatus(
-      "local",
-      absl::UnavailableError("not yet available: running a job needs the executor and orchestrator "
-                             "daemons, which are not built yet (issues #5 and #7). The build, the "
-                             "trajectory store and the offline analysis commands (`pkforge plateau "
-                             "--db`, `pkforge jobs --db`) work now."));
+  // Choices, each said out loud.
+  const bool gpu = GpuUsable();
+  const std::string backend = o.backend.empty() ? (gpu ? "cuda" : "host") : o.backend;
+  std::string why_backend = !o.backend.empty() ? "as requested"
+                            : gpu               ? "a GPU is usable"
+                                                : "no usable GPU (/dev/nvidia0) here";
+  std::string agent = o.agent;
+  std::string why_agent = "as requested";
+  const bool provider_configured = !o.model.empty() && !o.api_key_env.empty();
+  if (agent.empty()) {
+    if (provider_configured && getenv(o.api_key_env.c_str()) != nullptr) {
+      agent = "llm";
+      why_agent = absl::StrCat("provider ", o.provider.empty() ? "openai" : o.provider, ", model ", o.model);
+    } else {
+      agent = "search";
+      why_agent = provider_configured
+                      ? absl::StrCat("$", o.api_key_env, " is not set, so no LLM can be called")
+                      : "no LLM provider configured (--provider --model --api-key-env)";
+    }
+  }
+  if (!o.json) {
+    std::printf("pkforge local: data in %s\n", data.string().c_str());
+    std::printf("pkforge local: backend %s (%s), agent %s (%s)\n", backend.c_str(), why_backend.c_str(),
+                agent.c_str(), why_agent.c_str());
+    std::fflush(stdout);
+  }
+
+  // Signals are handled by a thread of ours (Ctrl-C cancels the job).
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+
+  Child executor{"pkforge-executor"}, orchestrator{"pkforge-orchestrator"};
+  absl::Status st = Spawn({executor_exe, "--listen", "127.0.0.1:0", "--data-dir", (data / "executor").string(),
+                           "--gpus", backend == "cuda" ? "all" : "none"},
+                          (data / "logs" / "executor.log").string(), &executor);
+  if (!st.ok()) return ReportStatus("local", st);
+  auto exec_addr = AwaitLine(&executor, "pkforge-executor listening on ", 180);
+  if (!exec_addr.ok()) return ReportStatus("local", exec_addr.status());
+  st = Spawn({orchestrator_exe, "--listen", "127.0.0.1:0", "--db", (data / "pkforge.db").string(),
+              "--executor", Trim(*exec_addr)},
+             (data / "logs" / "orchestrator.log").string(), &orchestrator);
+  if (!st.ok()) return ReportStatus("local", st);
+  auto orch_addr = AwaitLine(&orchestrator, "LISTENING ", 60);
+  if (!orch_addr.ok()) return ReportStatus("local", orch_addr.status());
+  if (!o.json)
+    std::printf("pkforge local: executor %s, orchestrator %s (logs in %s)\n", Trim(*exec_addr).c_str(),
+                Trim(*orch_addr).c_str(), (data / "logs").string().c_str());
+
+  RemoteOptions ro;
+  ro.orchestrator = Trim(*orch_addr);
+  auto remote = Remote::Connect(ro);
+  if (!remote.ok()) return ReportStatus("local", remote.status());
+
+  v1::JobSpec spec;
+  spec.set_problem(o.problem);
+  spec.set_backend(backend == "cuda" ? v1::BACKEND_CUDA : v1::BACKEND_HOST);
+  spec.set_world_size(o.world_size);
+  if (!o.dtype.empty()) {
+    v1::Dtype d;
+    std::string name = "DTYPE_" + o.dtype;
+    for (auto& ch : name) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+    if (!v1::Dtype_Parse(name, &d))
+      return ReportStatus("local", absl::InvalidArgumentError("--dtype: bf16, f16 or f32"));
+    spec.set_dtype(d);
+  }
+  spec.mutable_size()->set_preset(o.size);
+  spec.set_label("local");
+  auto* a = spec.mutable_agent();
+  a->set_kind(agent == "llm" ? v1::AGENT_KIND_LLM : agent == "replay" ? v1::AGENT_KIND_REPLAY : v1::AGENT_KIND_SEARCH);
+  if (agent == "llm") {
+    a->mutable_llm()->set_provider(o.provider == "anthropic" ? v1::PROVIDER_ANTHROPIC : v1::PROVIDER_OPENAI);
+    a->mutable_llm()->set_model(o.model);
+    a->mutable_llm()->set_base_url(o.base_url);
+    a->mutable_llm()->set_api_key_env(o.api_key_env);
+  }
+  if (agent == "replay") a->set_replay_dir(fs::absolute(o.replay_dir).string());
+  spec.mutable_budget()->set_wall_seconds(*budget);
+  spec.mutable_budget()->set_max_evaluations(o.max_evaluations);
+
+  v1::SubmitJobRequest req;
+  *req.mutable_spec() = spec;
+  v1::Job job;
+  {
+    auto ctx = remote->Context();
+    grpc::Status gs = remote->stub()->SubmitJob(ctx.get(), req, &job);
+    if (!gs.ok()) return ReportStatus("local", RemoteError(*remote, gs));
+  }
+  if (!o.json) std::printf("pkforge local: job %s\n", job.id().c_str());
+  std::fflush(stdout);
+
+  // Ctrl-C: cancel the job (the watch then ends with it); twice: stop now.
+  std::atomic<bool> done{false};
+  std::thread signals([&] {
+    int interrupts = 0;
+    while (!done.load()) {
+      timespec ts{0, 200'000'000};
+      const int sig = sigtimedwait(&set, nullptr, &ts);
+      if (sig <= 0) continue;
+      if (++interrupts == 1) {
+        std::fprintf(stderr, "\npkforge local: cancelling job %s (Ctrl-C again to stop at once)\n", job.id().c_str());
+        v1::CancelJobRequest c;
+        c.set_job_id(job.id());
+        c.set_reason("interrupted by the user (Ctrl-C)");
+        v1::Job ignored;
+        auto ctx = remote->Context(10);
+        (void)remote->stub()->CancelJob(ctx.get(), c, &ignored);
+      } else {
+        std::fprintf(stderr, "pkforge local: stopping now\n");
+        executor.Stop(2);
+        orchestrator.Stop(2);
+        _exit(kExitFailed);
+      }
+    }
+  });
+  // With --json, stdout carries only the final JSON: progress goes to stderr.
+  const int saved_stdout = o.json ? dup(1) : -1;
+  if (o.json) dup2(2, 1);
+  const int watch_rc = RunWatch(*remote, job.id(), /*json=*/false);
+  std::fflush(stdout);
+  if (o.json) {
+    dup2(saved_stdout, 1);
+    close(saved_stdout);
+  }
+  done = true;
+  signals.join();
+
+  // The result: best speedup, roofline, the best source, a plateau summary.
+  int rc = watch_rc;
+  {
+    v1::GetJobRequest g;
+    g.set_job_id(job.id());
+    auto ctx = remote->Context();
+    grpc::Status gs = remote->stub()->GetJob(ctx.get(), g, &job);
+    if (!gs.ok()) rc = ReportStatus("local", RemoteError(*remote, gs));
+  }
+  std::string best_path;
+  if (!job.best_candidate_sha256().empty()) {
+    v1::GetTrajectoryRequest t;
+    t.set_job_id(job.id());
+    t.set_include_sources(true);
+    v1::Trajectory traj;
+    auto ctx = remote->Context(60);
+    if (remote->stub()->GetTrajectory(ctx.get(), t, &traj).ok()) {
+      for (const auto& c : traj.candidates()) {
+        if (c.sha256() != job.best_candidate_sha256()) continue;
+        fs::create_directories(data / "best", ec);
+        best_path = (data / "best" / (job.id() + (backend == "cuda" ? ".cu" : ".cc"))).string();
+        std::ofstream(best_path) << c.source();
+      }
+    }
+  }
+  v1::PlateauReport plateau;
+  {
+    v1::AnalyzePlateauRequest p;
+    p.mutable_jobs()->add_job_ids(job.id());
+    auto ctx = remote->Context(60);
+    (void)remote->stub()->AnalyzePlateau(ctx.get(), p, &plateau);
+  }
+  if (o.json) {
+    std::string out = "{\"job\":" + ToJsonText(job) + ",\"best_source\":\"" + best_path +
+                      "\",\"plateau\":" + ToJsonText(plateau) + "}";
+    std::printf("%s\n", out.c_str());
+  } else {
+    std::printf("\n== result of job %s (%s) ==\n", job.id().c_str(), v1::JobState_Name(job.state()).c_str());
+    std::printf("  evaluations %d in %.1f s (%s)\n", job.evaluations(), job.elapsed_ms() / 1e3,
+                job.stop_reason().empty() ? "-" : job.stop_reason().c_str());
+    if (job.has_best_speedup()) {
+      std::printf("  best speedup %.3fx over the reference, %.1f%% of the roofline\n", job.best_speedup(),
+                  100 * job.best_roofline_fraction());
+      if (!best_path.empty()) std::printf("  best source %s\n", best_path.c_str());
+    } else {
+      std::printf("  no correct candidate\n");
+    }
+    if (plateau.jobs_size() > 0) {
+      const auto& jp = plateau.jobs(0);
+      std::string line = "  plateau: ";
+      if (jp.has_first_correct_s()) line += fmt::format("first correct at {:.1f} s; ", jp.first_correct_s());
+      for (const auto& f : jp.time_to_fraction())
+        line += fmt::format("{:.0f}% of final at {:.1f} s; ", 100 * f.fraction(), f.t_s());
+      if (jp.has_plateau_onset_s())
+        line += fmt::format("no further gain above {:.0f}% after {:.1f} s", 100 * plateau.epsilon(),
+                            jp.plateau_onset_s());
+      std::printf("%s\n", line.c_str());
+    }
+    std::printf("  database %s (try: pkforge trajectory %s --db %s)\n", (data / "pkforge.db").string().c_str(),
+                job.id().c_str(), (data / "pkforge.db").string().c_str());
+  }
+  std::fflush(stdout);
+  orchestrator.Stop(30);
+  executor.Stop(30);
+  return rc;
 }
 
 }  // namespace
@@ -66,14 +374,21 @@ void RegisterLocal(CLI::App& app, int* exit_code) {
   auto opts = std::make_shared<LocalOptions>();
   CLI::App* cmd = app.add_subcommand("local", "Run an optimization job on this machine");
   cmd->add_option("--problem", opts->problem, "Problem name")->capture_default_str();
-  cmd->add_option("--budget", opts->budget, "Wall-clock budget, e.g. 90s, 10m, 1h")
-      ->capture_default_str();
-  cmd->add_option("--agent", opts->agent, "llm | search | replay")
+  cmd->add_option("--budget", opts->budget, "Wall-clock budget, e.g. 90s, 10m, 1h")->capture_default_str();
+  cmd->add_option("--agent", opts->agent, "llm | search | replay (default: llm when a provider is configured)")
       ->check(CLI::IsMember({"llm", "search", "replay"}));
+  cmd->add_option("--provider", opts->provider, "openai | anthropic")->check(CLI::IsMember({"openai", "anthropic"}));
+  cmd->add_option("--base-url", opts->base_url, "Provider endpoint (OpenAI-compatible or Anthropic)");
+  cmd->add_option("--model", opts->model, "Model name");
+  cmd->add_option("--api-key-env", opts->api_key_env, "Environment variable holding the API key");
+  cmd->add_option("--replay-dir", opts->replay_dir, "Candidates to replay (--agent replay)");
   cmd->add_option("--backend", opts->backend, "host | cuda (default: cuda when a GPU is usable)")
       ->check(CLI::IsMember({"host", "cuda"}));
   cmd->add_option("--world-size", opts->world_size, "Ranks")->check(CLI::Range(1, 64));
-  cmd->add_option("--data-dir", opts->data_dir, "Where the database and sources go")
+  cmd->add_option("--size", opts->size, "tiny | default")->capture_default_str();
+  cmd->add_option("--dtype", opts->dtype, "bf16 | f16 | f32 (default: the problem's)");
+  cmd->add_option("--max-evaluations", opts->max_evaluations, "Stop after this many evaluations (0: no limit)");
+  cmd->add_option("--data-dir", opts->data_dir, "Where the database, cache, logs and sources go")
       ->capture_default_str();
   cmd->add_flag("--json", opts->json, "Print the result as JSON");
   cmd->callback([opts, exit_code] { *exit_code = RunLocal(*opts); });

@@ -112,6 +112,8 @@ bool Terminal(v1::JobState s) {
 int ExitForState(v1::JobState s) { return s == v1::JOB_STATE_SUCCEEDED ? kExitOk : kExitFailed; }
 
 // "90", "90s", "10m", "1.5h" -> seconds.
+}  // namespace
+
 absl::StatusOr<double> ParseDuration(const std::string& text) {
   if (text.empty()) return 0.0;
   char* end = nullptr;
@@ -124,6 +126,8 @@ absl::StatusOr<double> ParseDuration(const std::string& text) {
   }
   return v * mult;
 }
+
+namespace {
 
 std::string Speedup(const v1::Job& j) {
   return j.has_best_speedup() ? fmt::format("{:.3f}x", j.best_speedup()) : "-";
@@ -230,8 +234,6 @@ absl::StatusOr<v1::JobSpec> SpecFromFlags(const SubmitOptions& o) {
   return s;
 }
 
-int RunWatch(const Remote& remote, const std::string& job_id, bool json);
-
 int RunSubmit(const SubmitOptions& o) {
   auto remote = Remote::Connect(o.remote);
   if (!remote.ok()) return ReportStatus("submit", remote.status());
@@ -289,6 +291,8 @@ struct WatchView {
                        evaluations, best > 0 ? fmt::format("{:.3f}x", best) : "-", last);
   }
 };
+
+}  // namespace
 
 int RunWatch(const Remote& remote, const std::string& job_id, bool json) {
   WatchView view;
@@ -352,6 +356,8 @@ int RunWatch(const Remote& remote, const std::string& job_id, bool json) {
   }
   return Terminal(view.state) ? ExitForState(view.state) : kExitFailed;
 }
+
+namespace {
 
 // --------------------------------------------------------------- show etc.
 

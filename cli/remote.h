@@ -45,6 +45,13 @@ class Remote {
 // is answered by the error itself.
 absl::Status RemoteError(const Remote& remote, const grpc::Status& status);
 
+// "90s", "10m", "1h" (a bare number is seconds) -> seconds; "" -> 0.
+absl::StatusOr<double> ParseDuration(const std::string& text);
+
+// Follows a job with a live progress line until it ends (resuming dropped
+// streams); returns the exit code for its final state.
+int RunWatch(const Remote& remote, const std::string& job_id, bool json);
+
 // Proto3 JSON of any message (for --json output).
 std::string ToJsonText(const google::protobuf::Message& m);
 
