@@ -107,8 +107,9 @@ std::string Report(const v1::EvaluationResult& r) {
     if (!r.sanitizer().error().empty()) absl::StrAppend(&s, "  sanitizer error: ", r.sanitizer().error(), "\n");
   }
   const auto& st = r.stages();
-  absl::StrAppend(&s, absl::StrFormat("  time: total %.0f ms = compile %.0f + queue %.0f + run %.0f (+ overhead)\n",
-                                      st.total_ms(), st.compile_ms(), st.queue_ms(), st.run_ms()));
+  absl::StrAppend(&s, absl::StrFormat(
+      "  time: total %.0f ms = compile wait %.0f + compile %.0f + queue %.0f + run %.0f (+ overhead)\n",
+      st.total_ms(), st.compile_wait_ms(), st.compile_ms(), st.queue_ms(), st.run_ms()));
   if (r.unsafe_no_sandbox()) absl::StrAppend(&s, "  WARNING: evaluated without sandbox\n");
   return s;
 }

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -11,6 +12,7 @@
 #include "absl/strings/str_split.h"
 #include "common/status.h"
 #include "nlohmann/json.hpp"
+#include "spdlog/spdlog.h"
 
 namespace pkforge::executor {
 namespace {
@@ -170,8 +172,41 @@ absl::Status Finalize(ExecutorConfig* c, const std::string& self_exe) {
   if (c->library_path.empty()) {
     if (const char* ld = getenv("LD_LIBRARY_PATH")) c->library_path = ld;
   }
+  // The sandbox binds paths at their canonical location only, so every path
+  // handed to a sandboxed tool must be canonical (a bundle reached through a
+  // symlinked build path, say).
+  auto canonical = [](std::string* p) {
+    if (p->empty()) return;
+    std::error_code ec;
+    fs::path resolved = fs::weakly_canonical(*p, ec);
+    if (!ec) *p = resolved.string();
+  };
+  canonical(&c->worker_path);
+  canonical(&c->cuda_rank_path);
+  canonical(&c->kernels_include);
+  for (auto& d : c->extra_include_dirs) canonical(&d);
+  {
+    std::string joined;
+    for (absl::string_view dir : absl::StrSplit(c->library_path, ':', absl::SkipEmpty())) {
+      std::string d(dir);
+      canonical(&d);
+      absl::StrAppend(&joined, joined.empty() ? "" : ":", d);
+    }
+    c->library_path = joined;
+  }
   if (c->ncu_path.empty()) c->ncu_path = FindTool("ncu", "/nonexistent");
   if (c->sanitizer_path.empty()) c->sanitizer_path = FindTool("compute-sanitizer", "/nonexistent");
+  // A tool that is present but broken (e.g. the toolkit's ncu wrapper without
+  // Nsight Compute installed) counts as absent: requests then get a clear
+  // FAILED_PRECONDITION instead of a failed report.
+  for (std::string* tool : {&c->ncu_path, &c->sanitizer_path}) {
+    if (tool->empty()) continue;
+    const std::string cmd = absl::StrCat("'", *tool, "' --version >/dev/null 2>&1");
+    if (std::system(cmd.c_str()) != 0) {
+      spdlog::warn("{} does not run ({} --version failed): its reports are unavailable", *tool, *tool);
+      tool->clear();
+    }
+  }
   c->run_as_auto = c->run_as_uid == -2;
   if (c->run_as_uid == -2) c->run_as_uid = geteuid() == 0 ? 65534 : -1;
   if (c->run_as_gid == -2) c->run_as_gid = geteuid() == 0 ? 65534 : -1;

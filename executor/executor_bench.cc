@@ -37,6 +37,7 @@
 #include <vector>
 
 #include "CLI/CLI.hpp"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -83,18 +84,30 @@ struct Sample {
   double t_compiled = -1;  // first message after "compiling": the compile ended
   double t_running = -1;   // a device lane was leased
   double t_result = -1;    // the lease was returned just before this
+  // The executor's own clock (elapsed_ms since it accepted the call) at the
+  // same two messages, to place the overhead without cross-clock error.
+  double e_compiled = -1, e_running = -1;
   double overhead_ms() const { return client_ms - compile_ms - queue_ms - run_ms; }
   // Executor-side share of the overhead (sandbox, worker start, result
   // handling) vs. what lies outside the executor's stopwatch (gRPC).
   double server_overhead_ms() const { return server_total_ms - compile_ms - queue_ms - run_ms; }
   double transport_ms() const { return client_ms - server_total_ms; }
+  // The executor-side overhead, split: around the compile (scratch folder,
+  // compile slot, cache lookup and artifact copy), between compile and lease
+  // beyond the queue wait, and around the worker's run (sandbox and worker
+  // start-up, teardown, result parsing).
+  double around_compile_ms() const { return e_compiled < 0 ? 0 : e_compiled - compile_ms; }
+  double handoff_ms() const {
+    return e_compiled < 0 || e_running < 0 ? 0 : e_running - e_compiled - queue_ms;
+  }
+  double around_run_ms() const { return e_running < 0 ? 0 : server_total_ms - e_running - run_ms; }
   bool ok() const { return rpc_ok && status == v1::EvaluationResult::OK; }
 };
 
 class Bench {
  public:
-  Bench(Options options, std::shared_ptr<grpc::Channel> channel, ExecutorServer* server,
-        int lanes, std::vector<int> gpus)
+  Bench(Options options, std::shared_ptr<grpc::Channel> channel, ExecutorServer* server, int lanes,
+        std::vector<int> gpus)
       : o_(std::move(options)),
         channel_(std::move(channel)),
         server_(server),
@@ -110,8 +123,8 @@ class Bench {
   double Now() const { return std::chrono::duration<double>(Clock::now() - origin_).count(); }
 
   std::string Source(const std::string& tag, int64_t i) const {
-    const char* base = o_.backend == "cuda" ? test_candidates::kCudaAllreduce
-                                            : test_candidates::kAllreduce;
+    const char* base =
+        o_.backend == "cuda" ? test_candidates::kCudaAllreduce : test_candidates::kAllreduce;
     return absl::StrCat("// executor_bench ", nonce_, " ", tag, " ", i, "\n", base);
   }
 
@@ -144,8 +157,14 @@ class Bench {
         compiling = true;
         continue;
       }
-      if (compiling && s.t_compiled < 0) s.t_compiled = t;
-      if (msg.has_running() && s.t_running < 0) s.t_running = t;
+      if (compiling && s.t_compiled < 0) {
+        s.t_compiled = t;
+        s.e_compiled = msg.elapsed_ms();
+      }
+      if (msg.has_running() && s.t_running < 0) {
+        s.t_running = t;
+        s.e_running = msg.elapsed_ms();
+      }
       if (msg.has_result()) {
         s.t_result = t;
         s.client_ms = (t - s.t_call) * 1e3;
@@ -161,8 +180,10 @@ class Bench {
     }
     const grpc::Status st = reader->Finish();
     s.rpc_ok = st.ok() && s.t_result >= 0;
-    if (!st.ok()) s.rpc_error = absl::StrCat(st.error_code(), ": ", st.error_message());
-    else if (s.t_result < 0) s.rpc_error = "stream ended without a result";
+    if (!st.ok())
+      s.rpc_error = absl::StrCat(st.error_code(), ": ", st.error_message());
+    else if (s.t_result < 0)
+      s.rpc_error = "stream ended without a result";
     return s;
   }
 
@@ -188,7 +209,8 @@ class Bench {
  private:
   double BusySeconds() const;
   void Log(const std::string& line) const {
-    if (o_.verbose || !o_.json) std::cerr << line << std::flush;
+    // Progress lines overwrite themselves: only worth printing on a terminal.
+    if (isatty(STDERR_FILENO)) std::cerr << line << std::flush;
   }
 
   Options o_;
@@ -254,6 +276,9 @@ Json LatencyCase(const std::string& name, const std::vector<Sample>& samples) {
       {"overhead_ms", [](const Sample& s) { return s.overhead_ms(); }},
       {"executor_overhead_ms", [](const Sample& s) { return s.server_overhead_ms(); }},
       {"transport_ms", [](const Sample& s) { return s.transport_ms(); }},
+      {"around_compile_ms", [](const Sample& s) { return s.around_compile_ms(); }},
+      {"handoff_ms", [](const Sample& s) { return s.handoff_ms(); }},
+      {"around_run_ms", [](const Sample& s) { return s.around_run_ms(); }},
   };
   Json j;
   j["case"] = name;
@@ -267,7 +292,8 @@ Json LatencyCase(const std::string& name, const std::vector<Sample>& samples) {
   j["cache_hits"] = hits;
   for (const Col& c : cols) {
     const std::vector<double> v = Column(samples, c.f);
-    j[c.key] = {{"median", Quantile(v, 0.5)}, {"p90", Quantile(v, 0.9)},
+    j[c.key] = {{"median", Quantile(v, 0.5)},
+                {"p90", Quantile(v, 0.9)},
                 {"max", v.empty() ? 0 : *std::max_element(v.begin(), v.end())}};
   }
   const double total = j["client_total_ms"]["median"].get<double>();
@@ -275,8 +301,12 @@ Json LatencyCase(const std::string& name, const std::vector<Sample>& samples) {
   // Each evaluation in order, so outliers can be placed (first call, GC...).
   Json each = Json::array();
   for (const Sample& s : samples)
-    each.push_back({{"ok", s.ok()}, {"cache_hit", s.cache_hit}, {"client_ms", s.client_ms},
-                    {"compile_ms", s.compile_ms}, {"queue_ms", s.queue_ms}, {"run_ms", s.run_ms},
+    each.push_back({{"ok", s.ok()},
+                    {"cache_hit", s.cache_hit},
+                    {"client_ms", s.client_ms},
+                    {"compile_ms", s.compile_ms},
+                    {"queue_ms", s.queue_ms},
+                    {"run_ms", s.run_ms},
                     {"overhead_ms", s.overhead_ms()}});
   j["each"] = each;
   j["failures"] = Failures(samples);
@@ -290,8 +320,7 @@ Json Bench::Latency() {
   // evaluation of a running executor pays.
   Log("latency: warm-up evaluation\n");
   const Sample warm = Evaluate(stub.get(), Request(Source("warmup", 0), "latency"));
-  if (!warm.ok())
-    Log(absl::StrCat("latency: warm-up failed: ", Failures({warm})));
+  if (!warm.ok()) Log(absl::StrCat("latency: warm-up failed: ", Failures({warm})));
 
   std::vector<Sample> miss, hit;
   for (int i = 0; i < o_.evals; ++i) {
@@ -308,6 +337,11 @@ Json Bench::Latency() {
   Log("\n");
   Json j;
   j["cases"] = {LatencyCase("cache miss", miss), LatencyCase("cache hit", hit)};
+  j["first_evaluation"] = {{"ok", warm.ok()},
+                           {"client_ms", warm.client_ms},
+                           {"compile_ms", warm.compile_ms},
+                           {"run_ms", warm.run_ms},
+                           {"overhead_ms", warm.overhead_ms()}};
   return j;
 }
 
@@ -376,7 +410,8 @@ Json Bench::Duty(int clients) {
                         o_.seconds, done.load()));
     std::this_thread::sleep_for(std::chrono::milliseconds(500));
   }
-  Log(absl::StrFormat("duty, %d client(s): draining %d in flight...            \r", clients, clients));
+  Log(absl::StrFormat("duty, %d client(s): draining %d in flight...            \r", clients,
+                      clients));
   for (auto& t : threads) t.join();
   Log("\n");
   std::vector<Sample> all;
@@ -418,12 +453,16 @@ Json Bench::Duty(int clients) {
   j["mean_queue_ms"] = Mean(Column(all, [](const Sample& s) { return s.queue_ms; }));
   j["mean_run_ms"] = Mean(Column(all, [](const Sample& s) { return s.run_ms; }));
   j["mean_overhead_ms"] = Mean(Column(all, [](const Sample& s) { return s.overhead_ms(); }));
+  j["mean_around_compile_ms"] =
+      Mean(Column(all, [](const Sample& s) { return s.around_compile_ms(); }));
+  j["mean_around_run_ms"] = Mean(Column(all, [](const Sample& s) { return s.around_run_ms(); }));
   j["compile_hidden_fraction"] = HiddenCompileFraction(all, lanes_);
   j["failures"] = Failures(all);
   return j;
 }
 
-std::string Ms(double v) { return absl::StrFormat("%.0f", v); }
+// Rounded milliseconds; tiny negative differences of two clocks print as 0.
+std::string Ms(double v) { return absl::StrFormat("%.0f", std::abs(v) < 0.5 ? 0.0 : v); }
 
 void PrintLatency(const Json& lat) {
   std::printf("\n== Latency of one Evaluate (sequential, 1 client; ms, median / p90) ==\n");
@@ -441,22 +480,39 @@ void PrintLatency(const Json& lat) {
                 cell("overhead_ms").c_str(), 100 * c["overhead_over_total"].get<double>(),
                 cell("executor_overhead_ms").c_str(), cell("transport_ms").c_str());
   }
+  const Json& first = lat["first_evaluation"];
+  std::printf(
+      "  first evaluation of this run (not in the table): %s ms (compile %s, run %s, "
+      "overhead %s)\n",
+      Ms(first["client_ms"].get<double>()).c_str(), Ms(first["compile_ms"].get<double>()).c_str(),
+      Ms(first["run_ms"].get<double>()).c_str(), Ms(first["overhead_ms"].get<double>()).c_str());
   for (const Json& c : lat["cases"]) {
     std::printf("  %s: max client total %s ms, max overhead %s ms (target: overhead < 300 ms)\n",
-                c["case"].get<std::string>().c_str(), Ms(c["client_total_ms"]["max"].get<double>()).c_str(),
+                c["case"].get<std::string>().c_str(),
+                Ms(c["client_total_ms"]["max"].get<double>()).c_str(),
                 Ms(c["overhead_ms"]["max"].get<double>()).c_str());
     if (!c["failures"].get<std::string>().empty())
       std::printf("  %s failures:\n%s", c["case"].get<std::string>().c_str(),
                   c["failures"].get<std::string>().c_str());
   }
-  std::printf("  overhead = client total - compile - queue - run (run: the worker's own wall\n"
-              "  time); \"in executor\" = executor total - stages, \"gRPC+client\" = the rest.\n");
+  std::printf(
+      "  overhead = client total - compile - queue - run (run: the worker's own wall\n"
+      "  time); \"in executor\" = executor total - stages, \"gRPC+client\" = the rest.\n");
+  std::printf(
+      "  executor overhead split (median ms): around compile (scratch, slot, cache) /\n"
+      "  compile->lease beyond queue / around the worker run (sandbox, start, parse):\n");
+  for (const Json& c : lat["cases"])
+    std::printf("    %-11s %6s / %6s / %6s\n", c["case"].get<std::string>().c_str(),
+                Ms(c["around_compile_ms"]["median"].get<double>()).c_str(),
+                Ms(c["handoff_ms"]["median"].get<double>()).c_str(),
+                Ms(c["around_run_ms"]["median"].get<double>()).c_str());
 }
 
 void PrintDuty(const std::vector<Json>& runs) {
   std::printf("\n== Duty cycle: clients submitting distinct sources back to back ==\n");
   std::printf("%-40s", "");
-  for (const Json& r : runs) std::printf(" %14s", absl::StrCat(r["clients"].get<int>(), " client(s)").c_str());
+  for (const Json& r : runs)
+    std::printf(" %14s", absl::StrCat(r["clients"].get<int>(), " client(s)").c_str());
   std::printf("\n");
   auto row = [&](const char* label, auto f) {
     std::printf("%-40s", label);
@@ -489,13 +545,16 @@ void PrintDuty(const std::vector<Json>& runs) {
   row("mean queue (ms)", num("mean_queue_ms", 0));
   row("mean run (ms)", num("mean_run_ms", 0));
   row("mean overhead (ms)", num("mean_overhead_ms", 0));
+  row("  of which around compile (ms)", num("mean_around_compile_ms", 0));
+  row("  of which around the worker run (ms)", num("mean_around_run_ms", 0));
   row("mean client total (ms)", num("mean_client_ms", 0));
   for (const Json& r : runs)
     if (!r["failures"].get<std::string>().empty())
       std::printf("  failures with %d client(s):\n%s", r["clients"].get<int>(),
                   r["failures"].get<std::string>().c_str());
-  std::printf("  lanes = evaluations the executor runs at once (host: host_slots; cuda: usable\n"
-              "  GPUs / world size). Busy counter: lease to release, n/a with --executor.\n");
+  std::printf(
+      "  lanes = evaluations the executor runs at once (host: host_slots; cuda: usable\n"
+      "  GPUs / world size). Busy counter: lease to release, n/a with --executor.\n");
 }
 
 // pkforge-worker is found next to a relocated build tree's bin/ first (a
@@ -505,7 +564,8 @@ std::string SelfExeForTools() {
   const fs::path self = fs::read_symlink("/proc/self/exe", ec);
   if (!ec) {
     const fs::path sibling = self.parent_path().parent_path() / "bin" / "pkforge-worker";
-    if (access(sibling.c_str(), X_OK) == 0) return (sibling.parent_path() / "pkforge-executor").string();
+    if (access(sibling.c_str(), X_OK) == 0)
+      return (sibling.parent_path() / "pkforge-executor").string();
   }
   return std::string(PKFORGE_BIN_DIR) + "/pkforge-executor";
 }
@@ -539,7 +599,23 @@ int Main(int argc, char** argv) {
 
   // --- the executor under test
   std::unique_ptr<ExecutorServer> server;
-  std::string temp_dir, target, token;
+  std::string temp_dir, sandbox_root, target, token;
+  // Every exit path stops the in-process executor and removes its data,
+  // including the sandbox root the executor may have put outside data_dir
+  // (/tmp/pkforge-executor-<hash>, when data_dir is not traversable by the
+  // candidate uid, as a mkdtemp folder is not).
+  struct Cleanup {
+    std::unique_ptr<ExecutorServer>* server;
+    std::vector<std::string*> dirs;
+    ~Cleanup() {
+      if (*server) (*server)->Shutdown(5);
+      server->reset();
+      for (const std::string* d : dirs) {
+        std::error_code ec;
+        if (!d->empty()) fs::remove_all(*d, ec);
+      }
+    }
+  } cleanup{&server, {&temp_dir, &sandbox_root}};
   if (o.executor.empty()) {
     char tmpl[] = "/tmp/pkf_executor_bench_XXXXXX";
     if (mkdtemp(tmpl) == nullptr) {
@@ -558,6 +634,8 @@ int Main(int argc, char** argv) {
       std::cerr << "executor config: " << st << "\n";
       return 1;
     }
+    if (auto root = SandboxRoot(c); root.ok() && !absl::StartsWith(*root, temp_dir))
+      sandbox_root = *root;
     auto started = ExecutorServer::Start(c);
     if (!started.ok()) {
       std::cerr << "executor start: " << started.status() << "\n";
@@ -628,20 +706,16 @@ int Main(int argc, char** argv) {
     std::printf("command: %s\n", command_line.c_str());
     const std::string gpu_name =
         info.gpus_size() > 0 ? absl::StrCat(" (", info.gpus(0).name(), ")") : "";
-    std::printf("machine: %u cores here; executor %s with %d cores, %d GPU(s)%s; backend %s, "
-                "world size %d, size %s, %d lane(s)\n",
-                std::thread::hardware_concurrency(), out["executor"].get<std::string>().c_str(),
-                info.cpu_cores(), info.gpus_size(), gpu_name.c_str(), o.backend.c_str(),
-                o.world_size, o.size.c_str(), lanes);
+    std::printf(
+        "machine: %u cores here; executor %s with %d cores, %d GPU(s)%s; backend %s, "
+        "world size %d, size %s, %d lane(s)\n",
+        std::thread::hardware_concurrency(), out["executor"].get<std::string>().c_str(),
+        info.cpu_cores(), info.gpus_size(), gpu_name.c_str(), o.backend.c_str(), o.world_size,
+        o.size.c_str(), lanes);
     if (out.contains("latency")) PrintLatency(out["latency"]);
     if (out.contains("duty")) PrintDuty(out["duty"].get<std::vector<Json>>());
   }
 
-  if (server) server->Shutdown(5);
-  if (!temp_dir.empty()) {
-    std::error_code ec;
-    fs::remove_all(temp_dir, ec);
-  }
   return 0;
 }
 

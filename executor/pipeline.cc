@@ -394,8 +394,11 @@ void Pipeline::Sanitize(const v1::EvaluateRequest& r, const std::string& scratch
                                                                : "memcheck";
   rep->set_tool(tool);
   const double timeout = r.timeout_s() > 0 ? r.timeout_s() : c.default_timeout_s;
+  // API errors are off: NCCL's initialisation probes kernels with calls that
+  // fail by design (cudaErrorNoKernelImageForDevice), in every rank; what the
+  // candidate's author needs are device-side memory, race and sync errors.
   std::vector<std::string> argv = {c.sanitizer_path, "--tool", tool, "--target-processes",
-                                   "all", "--print-limit", "20"};
+                                   "all", "--report-api-errors", "no", "--print-limit", "20"};
   std::vector<std::string> launch = LaunchArgv(r, artifact, /*correctness_only=*/true);
   for (size_t i = 0; i + 1 < launch.size(); ++i)
     if (launch[i] == "--timeout") launch[i + 1] = absl::StrCat(timeout * 10);
@@ -460,8 +463,10 @@ absl::StatusOr<Result> Pipeline::Run(const v1::EvaluateRequest& r, const std::st
     m.mutable_compiling()->set_cache_hit(false);
     send(m);
   }
+  Stopwatch compile_wait;
   while (!compile_slots_.try_acquire_for(std::chrono::milliseconds(100)))
     if (cancel->cancelled()) return absl::CancelledError("cancelled while waiting to compile");
+  const double compile_wait_ms = compile_wait.ElapsedMillis();
   CompileRequest creq;
   creq.backend = r.backend();
   creq.source = r.source();
@@ -476,7 +481,7 @@ absl::StatusOr<Result> Pipeline::Run(const v1::EvaluateRequest& r, const std::st
   Result result;
   const double compile_ms = compiled->info.compile_ms();
   std::vector<int> leased_gpus;
-  double queue_ms = 0;
+  double queue_ms = 0, hold_ms = 0;
   if (!compiled->ok) {
     if (compiled->timed_out) {
       result.set_status(Result::TIMEOUT);
@@ -539,6 +544,7 @@ absl::StatusOr<Result> Pipeline::Run(const v1::EvaluateRequest& r, const std::st
         }
       }
     }
+    hold_ms = busy.ElapsedMillis();
     for (int g : leased_gpus)
       metrics_->Add("pkforge_executor_gpu_busy_seconds_total", busy.ElapsedMillis() / 1e3,
                     absl::StrCat("gpu=\"", g, "\""));
@@ -567,6 +573,8 @@ absl::StatusOr<Result> Pipeline::Run(const v1::EvaluateRequest& r, const std::st
   st->set_compile_ms(compile_ms);
   st->set_queue_ms(queue_ms);
   st->set_run_ms(worker_run_ms);
+  st->set_compile_wait_ms(compile_wait_ms);
+  st->set_device_hold_ms(hold_ms);
   st->set_total_ms(total.ElapsedMillis());
   result.set_finished_wall_us(WallMicros());
   metrics_->Add("pkforge_executor_evaluations_total", 1,

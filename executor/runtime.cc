@@ -31,10 +31,6 @@ Runtime::Runtime(const ExecutorConfig& config, const sandbox::Sandbox* sandbox)
     fs::path canonical = fs::weakly_canonical(path, ec);
     if (ec || !fs::exists(canonical) || CoveredBySystemView(canonical)) return;
     ro.insert(canonical.string());
-    // A symlinked path (e.g. a bundle mapped onto the build path) must be
-    // visible under the name the tools use too.
-    fs::path given = fs::absolute(path, ec);
-    if (!ec && given != canonical && !CoveredBySystemView(given)) ro.insert(given.string());
   };
   add(fs::path(config.worker_path).parent_path().string());
   if (!config.cuda_rank_path.empty()) add(fs::path(config.cuda_rank_path).parent_path().string());
@@ -82,7 +78,8 @@ absl::StatusOr<sandbox::SandboxResult> Runtime::Run(const std::vector<std::strin
 
 absl::StatusOr<std::string> SandboxRoot(const ExecutorConfig& config) {
   std::error_code ec;
-  const fs::path data = fs::absolute(config.data_dir, ec);
+  fs::create_directories(config.data_dir, ec);
+  const fs::path data = fs::weakly_canonical(fs::absolute(config.data_dir, ec), ec);
   if (ec) return absl::InternalError(absl::StrCat("data_dir ", config.data_dir, ": ", ec.message()));
   bool searchable = true;
   if (config.run_as_uid >= 0 && !config.unsafe_no_sandbox) {

@@ -99,6 +99,7 @@ absl::StatusOr<std::unique_ptr<ExecutorServer>> ExecutorServer::Start(const Exec
   cc.extra_include_dirs = c.extra_include_dirs;
   cc.cache_dir = (fs::path(c.data_dir) / "compile-cache").string();
   ASSIGN_OR_RETURN(const std::string sandbox_root, SandboxRoot(c));
+  s->sandbox_root_ = sandbox_root;
   cc.work_dir = (fs::path(sandbox_root) / "compile-work").string();
   fs::create_directories(cc.work_dir, ec);
   cc.cache_max_bytes = c.cache_max_mb << 20;
@@ -190,6 +191,12 @@ void ExecutorServer::Shutdown(double grace_s) {
   }
   server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
   metrics_http_.reset();
+  // A fallback sandbox root in /tmp holds only per-run folders, all removed
+  // by now; leave nothing behind.
+  if (!sandbox_root_.empty() && sandbox_root_.rfind("/tmp/pkforge-executor-", 0) == 0) {
+    std::error_code ec;
+    fs::remove_all(sandbox_root_, ec);
+  }
 }
 
 ExecutorServer::~ExecutorServer() {

@@ -56,6 +56,7 @@ class ExecutorServer {
   std::unique_ptr<grpc::Server> server_;
   std::unique_ptr<MetricsHttpServer> metrics_http_;
   std::string address_;
+  std::string sandbox_root_;  // removed at shutdown when it is not data_dir
   bool shut_down_ = false;
 };
 

@@ -32,7 +32,7 @@ tar -C "$ROOT" --exclude='*.o' --exclude='*.a' --exclude='CMakeFiles' --exclude=
 
 # Libraries the host provides (same CUDA/NCCL major there) or that must come
 # from the host's own C runtime.
-SYSTEM_RE='^(libc|libm|libdl|librt|libpthread|ld-linux-x86-64|libstdc\+\+|libgcc_s|libcuda|libnccl|libcudart|libcublas|libcublasLt|libnvidia-[a-z-]+|libnvrtc|linux-vdso)\.so'
+SYSTEM_RE='^(libc|libm|libdl|librt|libpthread|libresolv|libutil|libnsl|libanl|ld-linux-x86-64|libstdc\+\+|libgcc_s|libcuda|libnccl|libcudart|libcublas|libcublasLt|libnvidia-[a-z-]+|libnvrtc|linux-vdso)\.so'
 collect() {  # ldd every ELF given, copy non-system dependencies into lib/
   local f
   for f in "$@"; do
@@ -43,6 +43,15 @@ collect() {  # ldd every ELF given, copy non-system dependencies into lib/
     done
   done
 }
+# Only the tests a GPU host runs (label gpu): the CPU tests run in CI, and
+# each test binary links the project's static libraries (megabytes apiece).
+ctest --test-dir "$OUT/build-gpu" -N --show-only=json-v1 2>/dev/null | python3 -c '
+import json, sys
+for t in json.load(sys.stdin)["tests"]:
+    labels = [v for p in t.get("properties", []) if p["name"] == "LABELS" for v in p["value"]]
+    if "gpu" not in labels and t.get("command"):
+        print(t["command"][0])
+' | while read -r exe; do rm -f "$OUT/build-gpu/${exe#*/build-gpu/}"; done
 mapfile -t elfs < <(find "$OUT/build-gpu" -type f \( -perm -u+x -o -name '*.so' \))
 BWRAP="$(command -v bwrap || true)"
 if [[ -n "$BWRAP" ]]; then cp -L "$BWRAP" "$OUT/bin/bwrap"; elfs+=("$OUT/bin/bwrap"); fi
@@ -50,5 +59,9 @@ collect "${elfs[@]}"
 collect "$OUT"/lib/*  # dependencies of dependencies
 strip --strip-unneeded "$OUT"/lib/*.so* 2>/dev/null || true
 
+# One compressed file travels (the device tool carries at most 64 MiB);
+# scripts/gpu-host.sh unpacks it on first use.
+tar -C "$OUT" -czf "$ROOT/pkforge-bundle.tgz" .
+mv "$ROOT/pkforge-bundle.tgz" "$OUT/pkforge-bundle.tgz"
 du -sh "$OUT" | awk '{print "bundle: " $1 " in " $2}'
 echo "bundle: $(ls "$OUT/lib" | wc -l) libraries: $(ls "$OUT/lib" | sed 's/\.so.*//' | tr '\n' ' ')"

@@ -7,6 +7,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 HERE="$PWD"
+if [[ ! -d bundle/build-gpu && -f bundle/pkforge-bundle.tgz ]]; then
+  tar -C bundle -xzf bundle/pkforge-bundle.tgz
+fi
 [[ -d bundle/build-gpu ]] || { echo "gpu-host: bundle/ missing: run scripts/bundle.sh first" >&2; exit 1; }
 BUILT_AT="$(sed -n 's/^CMAKE_HOME_DIRECTORY:INTERNAL=//p' bundle/build-gpu/CMakeCache.txt)"
 ln -sfn "$HERE/bundle/build-gpu" "$HERE/build-gpu"
