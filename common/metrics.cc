@@ -56,14 +56,34 @@ void Metrics::SetCallback(const std::string& name, std::function<double()> fn,
   families_[name].callbacks[labels] = std::move(fn);
 }
 
-double Metrics::Get(const std::string& name, const std::string& labels) const {
+void Metrics::SetFamilyCallback(const std::string& name,
+                                std::function<std::map<std::string, double>()> fn) {
   std::lock_guard lock(mu_);
-  auto it = families_.find(name);
-  if (it == families_.end()) return 0;
-  if (auto cb = it->second.callbacks.find(labels); cb != it->second.callbacks.end())
-    return cb->second();
-  auto v = it->second.values.find(labels);
-  return v == it->second.values.end() ? 0 : v->second;
+  families_[name].family_callback = std::move(fn);
+}
+
+double Metrics::Get(const std::string& name, const std::string& labels) const {
+  std::function<double()> series_fn;
+  std::function<std::map<std::string, double>()> family_fn;
+  {
+    std::lock_guard lock(mu_);
+    auto it = families_.find(name);
+    if (it == families_.end()) return 0;
+    const Family& f = it->second;
+    if (auto cb = f.callbacks.find(labels); cb != f.callbacks.end()) {
+      series_fn = cb->second;
+    } else if (f.family_callback) {
+      family_fn = f.family_callback;
+    } else {
+      auto v = f.values.find(labels);
+      return v == f.values.end() ? 0 : v->second;
+    }
+  }
+  // Outside mu_ (see the header): the callback may take its owner's locks.
+  if (series_fn) return series_fn();
+  const std::map<std::string, double> values = family_fn();
+  auto v = values.find(labels);
+  return v == values.end() ? 0 : v->second;
 }
 
 namespace {
@@ -80,14 +100,24 @@ std::string Num(double v) {
 }  // namespace
 
 std::string Metrics::Render() const {
-  std::lock_guard lock(mu_);
+  // Render from a copy so callbacks run outside mu_ (see the header); scrapes
+  // are rare and the registry is small, so the copy is cheap.
+  std::map<std::string, Family> families;
+  {
+    std::lock_guard lock(mu_);
+    families = families_;
+  }
   std::string out;
-  for (const auto& [name, f] : families_) {
+  for (const auto& [name, f] : families) {
     absl::StrAppend(&out, "# HELP ", name, " ", f.help, "\n# TYPE ", name, " ",
                     f.type.empty() ? "untyped" : f.type, "\n");
     for (const auto& [labels, v] : f.values) absl::StrAppend(&out, Series(name, labels), " ", Num(v), "\n");
     for (const auto& [labels, fn] : f.callbacks)
       absl::StrAppend(&out, Series(name, labels), " ", Num(fn()), "\n");
+    if (f.family_callback) {
+      for (const auto& [labels, v] : f.family_callback())
+        absl::StrAppend(&out, Series(name, labels), " ", Num(v), "\n");
+    }
     for (const auto& [labels, h] : f.histograms) {
       double cumulative = 0;
       for (size_t i = 0; i < f.buckets.size(); ++i) {

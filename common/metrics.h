@@ -4,11 +4,15 @@
 // A Metrics registry holds counters, gauges and histograms keyed by name and
 // one optional label set ("status=\"OK\""). Values are doubles; Render()
 // prints every family with its HELP and TYPE lines, families sorted by name.
-// Gauges may also be computed at render time (SetCallback), for values the
-// owner already tracks (queue length).
+// Gauges may also be computed at render time, for values the owner already
+// tracks: one series (SetCallback, e.g. queue length) or a whole family whose
+// label sets are only known then (SetFamilyCallback, e.g. jobs by state).
 //
 // Thread safety: every method is thread-safe; updates take one mutex (the
 // call rates here are per evaluation / per event, not per element).
+// Callbacks run on the rendering thread without that mutex held, so they may
+// take their owners' locks even if those owners update metrics while holding
+// them; they must not call SetCallback/SetFamilyCallback themselves.
 #pragma once
 
 #include <functional>
@@ -33,6 +37,10 @@ class Metrics {
   void Observe(const std::string& name, double value, const std::string& labels = "");
   void SetCallback(const std::string& name, std::function<double()> fn,
                    const std::string& labels = "");
+  // Computes every series of `name` at render time: fn returns label set ->
+  // value (e.g. {"state=\"running\"": 3}). Replaces an earlier one.
+  void SetFamilyCallback(const std::string& name,
+                         std::function<std::map<std::string, double>()> fn);
   double Get(const std::string& name, const std::string& labels = "") const;
   std::string Render() const;
 
@@ -47,6 +55,7 @@ class Metrics {
     std::vector<double> buckets;
     std::map<std::string, double> values;
     std::map<std::string, std::function<double()>> callbacks;
+    std::function<std::map<std::string, double>()> family_callback;
     std::map<std::string, Histogram> histograms;
   };
   mutable std::mutex mu_;

@@ -17,13 +17,13 @@ std::shared_ptr<std::mutex> EventLog::JobLock(const std::string& job_id) {
   return m;
 }
 
-absl::StatusOr<v1::Event> EventLog::Append(v1::Event event) {
+absl::StatusOr<v1::Event> EventLog::Append(v1::Event event, const storage::StepRows& rows) {
   if (event.wall_us() == 0) event.set_wall_us(clock_->NowWallMicros());
   ASSIGN_OR_RETURN(storage::EventRecord record, EventToRecord(event));
   std::shared_ptr<std::mutex> job_lock = JobLock(event.job_id());
   std::lock_guard job_guard(*job_lock);
   const int64_t start = clock_->NowMonotonicMicros();
-  ASSIGN_OR_RETURN(int64_t seq, store_->AppendEvent(record));
+  ASSIGN_OR_RETURN(int64_t seq, store_->AppendEventWith(rows, record));
   event.set_seq(seq);
   std::vector<std::shared_ptr<Listener>> listeners;
   {

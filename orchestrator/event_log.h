@@ -4,7 +4,10 @@
 // Contract
 // - Append() commits the event to the trajectory database (which assigns the
 //   next per-job seq and fsyncs) and only then hands it to the job's live
-//   listeners, so no watcher ever sees an event that could be lost.
+//   listeners, so no watcher ever sees an event that could be lost. The
+//   step's rows, when given, commit in the same transaction as the event
+//   (TrajectoryStore::AppendEventWith): a watcher that sees the event finds
+//   its rows in the database, and a failed step leaves neither.
 // - Per job, Append() calls are serialised from commit through fan-out, so
 //   listeners receive a job's events in seq order, each exactly once, with
 //   no gaps among the events appended after they subscribed.
@@ -46,8 +49,10 @@ class EventLog {
            const Clock* clock = SystemClock::Get());
 
   // Commits `event` (job_id and payload set; seq assigned here; wall_us 0 =
-  // now) and fans it out. Returns the event as committed (with its seq).
-  absl::StatusOr<v1::Event> Append(v1::Event event);
+  // now) together with `rows` (see storage::StepRows; the pointees must stay
+  // valid for the call) and fans it out. Returns the event as committed
+  // (with its seq).
+  absl::StatusOr<v1::Event> Append(v1::Event event, const storage::StepRows& rows = {});
 
   void Subscribe(const std::string& job_id, std::shared_ptr<Listener> listener);
   void Unsubscribe(const std::string& job_id, const Listener* listener);

@@ -14,7 +14,6 @@ JobSink::JobSink(std::string job_id, std::string backend, Offsets offsets, Event
       backend_(std::move(backend)),
       offsets_(offsets),
       log_(log),
-      store_(log->store()),
       progress_(progress),
       metrics_(metrics) {}
 
@@ -26,9 +25,9 @@ v1::Event JobSink::NewEvent(int64_t wall_us, int64_t elapsed_ms) const {
   return e;
 }
 
-absl::Status JobSink::Append(v1::Event event) {
+absl::Status JobSink::Append(v1::Event event, const storage::StepRows& rows) {
   const int64_t elapsed = event.elapsed_ms();
-  ASSIGN_OR_RETURN(v1::Event committed, log_->Append(std::move(event)));
+  ASSIGN_OR_RETURN(v1::Event committed, log_->Append(std::move(event), rows));
   (void)committed;
   progress_->Update([&](ProgressSnapshot& s) { s.last_elapsed_ms = elapsed; });
   return absl::OkStatus();
@@ -42,11 +41,10 @@ absl::Status JobSink::OnTurnStarted(const agent::TurnEntry& e) {
   r.started_wall_us = e.wall_us;
   r.elapsed_ms = e.elapsed_ms + offsets_.elapsed_ms;
   r.note = e.note;
-  RETURN_IF_ERROR(store_->AddTurn(r));
   v1::Event ev = NewEvent(e.wall_us, e.elapsed_ms);
   ev.mutable_turn_started()->set_turn_id(e.turn_id);
   ev.mutable_turn_started()->set_index(r.index);
-  RETURN_IF_ERROR(Append(std::move(ev)));
+  RETURN_IF_ERROR(Append(std::move(ev), {.turn = &r}));
   progress_->Update([](ProgressSnapshot& s) { ++s.turns; });
   return absl::OkStatus();
 }
@@ -68,7 +66,6 @@ absl::Status JobSink::OnLlmCall(const agent::LlmCallEntry& e) {
   r.error = e.error;
   r.wall_us = e.wall_us;
   r.elapsed_ms = e.elapsed_ms + offsets_.elapsed_ms;
-  RETURN_IF_ERROR(store_->AddLlmCall(r));
   v1::Event ev = NewEvent(e.wall_us, e.elapsed_ms);
   auto* p = ev.mutable_llm_call();
   p->set_call_id(e.call_id);
@@ -79,7 +76,7 @@ absl::Status JobSink::OnLlmCall(const agent::LlmCallEntry& e) {
   p->set_cost_usd(e.cost_usd);
   p->set_attempts(r.attempts);
   p->set_error(e.error);
-  RETURN_IF_ERROR(Append(std::move(ev)));
+  RETURN_IF_ERROR(Append(std::move(ev), {.llm_call = &r}));
   const int64_t tokens = e.prompt_tokens + e.completion_tokens;
   progress_->Update([&](ProgressSnapshot& s) {
     s.tokens += tokens;
@@ -95,14 +92,13 @@ absl::Status JobSink::OnCandidate(const agent::CandidateEntry& e) {
   r.source = e.source;
   r.backend = e.backend.empty() ? backend_ : e.backend;
   r.first_seen_wall_us = e.wall_us;
-  RETURN_IF_ERROR(store_->PutCandidate(r).status());
   v1::Event ev = NewEvent(e.wall_us, e.elapsed_ms);
   ev.mutable_log()->set_level("info");
   ev.mutable_log()->set_text(fmt::format(
       "candidate {} origin={}{}{}", e.sha256, e.origin,
       e.parent_sha256.empty() ? "" : " parent=" + e.parent_sha256,
       e.llm_call_id.empty() ? "" : " llm_call=" + e.llm_call_id));
-  return Append(std::move(ev));
+  return Append(std::move(ev), {.candidate = &r});
 }
 
 absl::Status JobSink::OnEvaluationStarted(const agent::EvaluationStartEntry& e) {
@@ -147,9 +143,6 @@ absl::Status JobSink::OnEvaluationFinished(const agent::EvaluationEntry& e) {
   r.run_ms = std::max(0.0, e.run_ms);
   r.wall_us = e.wall_us;
   r.elapsed_ms = e.elapsed_ms + offsets_.elapsed_ms;
-  RETURN_IF_ERROR(store_->AddEvaluation(r));
-  last_evaluation_id_ = e.evaluation_id;
-  last_roofline_fraction_ = r.roofline_fraction.value_or(0);
   p->set_status(res.status());
   if (r.speedup) p->set_speedup(*r.speedup);
   p->set_message(res.message());
@@ -158,7 +151,9 @@ absl::Status JobSink::OnEvaluationFinished(const agent::EvaluationEntry& e) {
   st->set_queue_ms(r.queue_ms);
   if (st->compile_ms() == 0) st->set_compile_ms(r.compile_ms);
   if (st->run_ms() == 0) st->set_run_ms(r.run_ms);
-  RETURN_IF_ERROR(Append(std::move(ev)));
+  RETURN_IF_ERROR(Append(std::move(ev), {.evaluation = &r}));
+  last_evaluation_id_ = e.evaluation_id;
+  last_roofline_fraction_ = r.roofline_fraction.value_or(0);
   progress_->Update([&](ProgressSnapshot& s) {
     ++s.evaluations;
     s.last_status = res.status();

@@ -3,9 +3,12 @@
 // matching event to the job's EventLog, which streams it to watchers.
 //
 // Contract
-// - OK is returned only after the entry's rows and its event are committed
-//   (fsynced); any store error is returned as is and stops the job (the agent
-//   never continues with an unrecorded trajectory).
+// - Each entry's rows and its event are one write (EventLog::Append with
+//   storage::StepRows): committed together in one transaction, which the
+//   store group-commits with other jobs' writes, so a step costs a share of
+//   one fsync. OK is returned only after that commit (fsynced); any store
+//   error is returned as is and stops the job (the agent never continues
+//   with an unrecorded trajectory), and a failed step leaves no rows.
 // - Rows: turns, llm_calls, candidates (deduplicated by sha256), evaluations
 //   (only those with an executor result; one without a result -- cancelled,
 //   or no executor could run it -- appears only as an evaluation_finished
@@ -84,13 +87,13 @@ class JobSink final : public agent::TrajectorySink {
 
  private:
   v1::Event NewEvent(int64_t wall_us, int64_t elapsed_ms) const;
-  absl::Status Append(v1::Event event);
+  // Commits `event` with the entry's `rows` and records progress.
+  absl::Status Append(v1::Event event, const storage::StepRows& rows = {});
 
   const std::string job_id_;
   const std::string backend_;
   const Offsets offsets_;
   EventLog* log_;
-  storage::TrajectoryStore* store_;
   JobProgress* progress_;
   Metrics* metrics_;
   // The latest evaluation with a result: a best improvement follows the

@@ -104,7 +104,8 @@ absl::StatusOr<std::unique_ptr<Orchestrator>> Orchestrator::Start(
   if (auto* health = o->server_->GetHealthCheckService()) health->SetServingStatus(true);
 
   if (!config.metrics_listen.empty()) {
-    ASSIGN_OR_RETURN(o->metrics_http_, MetricsHttpServer::Start(config.metrics_listen, &o->metrics_));
+    ASSIGN_OR_RETURN(o->metrics_http_, pkforge::MetricsHttpServer::Start(config.metrics_listen,
+                                                                         &o->metrics_.registry()));
   }
   spdlog::info("pkforge-orchestrator listening on {} (port {}, {}{}), database {}, {} executor(s)",
                config.listen, o->port_, o->auth_->enabled() ? "bearer token" : "no auth",

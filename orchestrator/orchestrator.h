@@ -59,7 +59,7 @@ class Orchestrator {
   std::unique_ptr<Authenticator> auth_;
   std::unique_ptr<OrchestratorService> service_;
   std::unique_ptr<grpc::Server> server_;
-  std::unique_ptr<MetricsHttpServer> metrics_http_;
+  std::unique_ptr<pkforge::MetricsHttpServer> metrics_http_;
   int port_ = 0;
   bool shut_down_ = false;
 };

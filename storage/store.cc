@@ -1,17 +1,26 @@
 // SqliteTrajectoryStore: the TrajectoryStore behind TrajectoryStore::Open.
 //
 // Layout
-// - One writer connection (writer_) behind writer_mu_: SQLite admits one
-//   writer per file, so a mutex in front of it is cheaper and fairer than
-//   letting threads collide on the file lock and spin in busy handlers.
+// - Group commit for every write. A caller queues a PendingWrite (a function
+//   to run on the writer connection) and waits. The first caller that finds
+//   no active leader becomes the leader: it takes the queue, runs every write
+//   in one BEGIN IMMEDIATE transaction so that a write that fails -- a
+//   duplicate id, an unknown job -- is undone alone (by SQLite's statement
+//   rollback, or a SAVEPOINT for writes of several statements: WriteShape),
+//   COMMITs once (one fsync for the whole batch), wakes each caller of the
+//   batch and the oldest caller still queued, who leads next unless another
+//   caller takes the lead first. While one batch is being fsynced the next
+//   one accumulates, so the fsync rate stays bounded while throughput grows
+//   with the number of concurrent writers.
+// - One writer connection (writer_), used only by the leader: SQLite admits
+//   one writer per file, and leadership is exclusive, so it needs no mutex.
 // - A pool of read-only connections (readers_): WAL readers see the last
 //   committed snapshot and never block or wait for the writer.
-// - AppendEvent group commit: callers queue a PendingEvent; the first caller
-//   that finds no active leader becomes the leader, takes the queue, writes it
-//   in one transaction (one fsync) and wakes everybody. The per-job last-seq
-//   cache (last_seq_) is only advanced after a successful COMMIT and is
-//   dropped entirely on any failure, so a rolled-back batch can never leave a
-//   gap or a duplicate: the next batch reloads MAX(seq) from the file.
+// - Event seqs: the per-job last-seq cache (last_seq_) is only advanced after
+//   a successful COMMIT and is dropped entirely on any batch failure; inside a
+//   batch, seqs of kept writes are tracked by BatchTxn. So a rolled-back write
+//   or batch can never leave a gap or a duplicate: the next use reloads
+//   MAX(seq) from the file.
 #include "storage/store.h"
 
 #include <sqlite3.h>
@@ -26,9 +35,11 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
+#include "absl/functional/function_ref.h"
 #include "common/ids.h"
 #include "common/sha256.h"
 #include "common/status.h"
@@ -79,9 +90,9 @@ using internal::Connection;
 using internal::Statement;
 using internal::Transaction;
 
-// One transaction of events is capped so a burst of thousands of callers still
-// sees bounded commit latency (and a bounded rollback if the batch fails).
-constexpr size_t kMaxEventBatch = 1024;
+// One transaction is capped so a burst of thousands of callers still sees
+// bounded commit latency (and a bounded rollback if the batch fails).
+constexpr size_t kMaxBatch = 1024;
 constexpr int32_t kMaxListLimit = 100000;
 
 // ---------------------------------------------------------------- validation
@@ -322,6 +333,285 @@ absl::Status RequireTurnOfJob(Connection& conn, std::string_view turn_id, std::s
   return absl::OkStatus();
 }
 
+// -------------------------------------------------------------- row writers
+//
+// One function per row type, run on the writer connection inside the batch
+// transaction. Shared by the single-row calls (AddTurn, ...) and by
+// AppendEventWith, so both paths check and write exactly the same way.
+
+absl::Status InsertJob(Connection& conn, const JobRecord& job, int64_t created) {
+  ASSIGN_OR_RETURN(Statement st,
+                   conn.Prepare("INSERT INTO jobs (id, spec_json, problem, backend, world_size, "
+                                "dtype, agent_kind, model, strategy, label, state, "
+                                "created_wall_us, started_wall_us, finished_wall_us, "
+                                "budget_wall_s, error) "
+                                "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, "
+                                "?13, ?14, ?15, ?16)"));
+  st.Bind(1, job.id)
+      .Bind(2, job.spec_json)
+      .Bind(3, job.problem)
+      .Bind(4, job.backend)
+      .Bind(5, job.world_size)
+      .Bind(6, job.dtype)
+      .Bind(7, job.agent_kind)
+      .Bind(8, job.model)
+      .Bind(9, job.strategy)
+      .Bind(10, job.label)
+      .Bind(11, JobStateName(job.state))
+      .Bind(12, created)
+      .Bind(13, job.started_wall_us)
+      .Bind(14, job.finished_wall_us)
+      .Bind(15, job.budget_wall_s)
+      .Bind(16, job.error);
+  absl::Status s = st.Run();
+  if (absl::IsAlreadyExists(s)) {
+    return absl::AlreadyExistsError(fmt::format("job {} already exists", job.id));
+  }
+  return s;
+}
+
+absl::Status WriteJobState(Connection& conn, std::string_view job_id, JobState state,
+                           std::string_view error, int64_t wall) {
+  JobState current;
+  int64_t started;
+  std::string old_error;
+  {
+    ASSIGN_OR_RETURN(Statement st,
+                     conn.Prepare("SELECT state, started_wall_us, error FROM jobs WHERE id = ?1"));
+    st.Bind(1, job_id);
+    ASSIGN_OR_RETURN(bool found, st.Step());
+    if (!found) return JobNotFound(job_id);
+    ASSIGN_OR_RETURN(current, ParseJobState(st.Text(0)));
+    started = st.Int64(1);
+    old_error = st.Text(2);
+  }
+  if (IsTerminal(current)) {
+    // Even a repeat of the same terminal state is refused: it would rewrite
+    // finished_wall_us/error of a result researchers may already have used.
+    return absl::FailedPreconditionError(
+        fmt::format("job {} is already {} (terminal); cannot move it to {}", job_id,
+                    JobStateName(current), JobStateName(state)));
+  }
+  if (state == JobState::kRunning && started == 0) started = wall;
+  const int64_t finished = IsTerminal(state) ? wall : 0;
+  ASSIGN_OR_RETURN(Statement st, conn.Prepare("UPDATE jobs SET state = ?2, started_wall_us = ?3, "
+                                              "finished_wall_us = ?4, error = ?5 WHERE id = ?1"));
+  st.Bind(1, job_id)
+      .Bind(2, JobStateName(state))
+      .Bind(3, started)
+      .Bind(4, finished)
+      .Bind(5, error.empty() ? std::string_view(old_error) : error);
+  return st.Run();
+}
+
+absl::Status InsertTurn(Connection& conn, const TurnRecord& turn, int64_t started) {
+  RETURN_IF_ERROR(RequireJobExists(conn, turn.job_id));
+  ASSIGN_OR_RETURN(Statement st,
+                   conn.Prepare("INSERT INTO turns (id, job_id, turn_index, started_wall_us, "
+                                "elapsed_ms, note) VALUES (?1, ?2, ?3, ?4, ?5, ?6)"));
+  st.Bind(1, turn.id)
+      .Bind(2, turn.job_id)
+      .Bind(3, turn.index)
+      .Bind(4, started)
+      .Bind(5, turn.elapsed_ms)
+      .Bind(6, turn.note);
+  absl::Status s = st.Run();
+  if (absl::IsAlreadyExists(s)) {
+    return absl::AlreadyExistsError(fmt::format("turn {} or index {} of job {} already exists",
+                                                turn.id, turn.index, turn.job_id));
+  }
+  return s;
+}
+
+absl::Status InsertLlmCall(Connection& conn, const LlmCallRecord& call, int64_t wall) {
+  RETURN_IF_ERROR(RequireJobExists(conn, call.job_id));
+  if (!call.turn_id.empty()) RETURN_IF_ERROR(RequireTurnOfJob(conn, call.turn_id, call.job_id));
+  ASSIGN_OR_RETURN(Statement st,
+                   conn.Prepare("INSERT INTO llm_calls (id, job_id, turn_id, provider, model, "
+                                "prompt, reply, prompt_tokens, completion_tokens, latency_ms, "
+                                "cost_usd, attempts, error, wall_us, elapsed_ms) VALUES (?1, "
+                                "?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)"));
+  st.Bind(1, call.id)
+      .Bind(2, call.job_id)
+      .BindTextOrNull(3, call.turn_id)
+      .Bind(4, call.provider)
+      .Bind(5, call.model)
+      .Bind(6, call.prompt)
+      .Bind(7, call.reply)
+      .Bind(8, call.prompt_tokens)
+      .Bind(9, call.completion_tokens)
+      .Bind(10, call.latency_ms)
+      .Bind(11, call.cost_usd)
+      .Bind(12, call.attempts)
+      .Bind(13, call.error)
+      .Bind(14, wall)
+      .Bind(15, call.elapsed_ms);
+  absl::Status s = st.Run();
+  if (absl::IsAlreadyExists(s)) {
+    return absl::AlreadyExistsError(fmt::format("llm call {} already exists", call.id));
+  }
+  return s;
+}
+
+// Sets *inserted to whether the candidate was new.
+absl::Status InsertCandidate(Connection& conn, const CandidateRecord& candidate, int64_t first_seen,
+                             bool* inserted) {
+  // ON CONFLICT DO NOTHING (not INSERT OR IGNORE, which would also swallow
+  // CHECK and NOT NULL failures and report them as "already stored").
+  ASSIGN_OR_RETURN(Statement st, conn.Prepare("INSERT INTO candidates (sha256, source, backend, "
+                                              "first_seen_wall_us) VALUES (?1, ?2, ?3, ?4) "
+                                              "ON CONFLICT (sha256) DO NOTHING"));
+  st.Bind(1, candidate.sha256)
+      .Bind(2, candidate.source)
+      .Bind(3, candidate.backend)
+      .Bind(4, first_seen);
+  RETURN_IF_ERROR(st.Run());
+  *inserted = sqlite3_changes(conn.db()) == 1;
+  return absl::OkStatus();
+}
+
+absl::Status InsertEvaluation(Connection& conn, const EvaluationRecord& e, int64_t wall) {
+  RETURN_IF_ERROR(RequireJobExists(conn, e.job_id));
+  if (!e.turn_id.empty()) RETURN_IF_ERROR(RequireTurnOfJob(conn, e.turn_id, e.job_id));
+  {
+    ASSIGN_OR_RETURN(Statement st, conn.Prepare("SELECT 1 FROM candidates WHERE sha256 = ?1"));
+    st.Bind(1, e.candidate_sha256);
+    ASSIGN_OR_RETURN(bool found, st.Step());
+    if (!found) {
+      return absl::NotFoundError(
+          fmt::format("candidate {} not found (PutCandidate it first)", e.candidate_sha256));
+    }
+  }
+  {
+    ASSIGN_OR_RETURN(Statement st,
+                     conn.Prepare(fmt::format("INSERT INTO evaluations ({}) VALUES (?1, ?2, ?3, "
+                                              "?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, "
+                                              "?15, ?16, ?17)",
+                                              kEvaluationColumns)));
+    st.Bind(1, e.id)
+        .Bind(2, e.job_id)
+        .BindTextOrNull(3, e.turn_id)
+        .Bind(4, e.candidate_sha256)
+        .Bind(5, e.status)
+        .Bind(6, e.correct)
+        .Bind(7, e.speedup)
+        .Bind(8, e.candidate_median_us)
+        .Bind(9, e.reference_median_us)
+        .Bind(10, e.roofline_fraction)
+        .Bind(11, e.result_json)
+        .Bind(12, e.executor)
+        .Bind(13, e.queue_ms)
+        .Bind(14, e.compile_ms)
+        .Bind(15, e.run_ms)
+        .Bind(16, wall)
+        .Bind(17, e.elapsed_ms);
+    absl::Status s = st.Run();
+    if (absl::IsAlreadyExists(s)) {
+      return absl::AlreadyExistsError(fmt::format("evaluation {} already exists", e.id));
+    }
+    RETURN_IF_ERROR(s);
+  }
+  if (e.correct && e.speedup.has_value()) {
+    // Strictly better only: on ties the first evaluation to reach the best
+    // keeps the credit (the same rule the v2 backfill uses).
+    ASSIGN_OR_RETURN(Statement st,
+                     conn.Prepare("UPDATE jobs SET best_speedup = ?2, best_evaluation_id = ?3 "
+                                  "WHERE id = ?1 AND (best_speedup IS NULL OR best_speedup < ?2)"));
+    st.Bind(1, e.job_id).Bind(2, *e.speedup).Bind(3, e.id);
+    RETURN_IF_ERROR(st.Run());
+  }
+  return absl::OkStatus();
+}
+
+// ----------------------------------------------------------------- BatchTxn
+
+// The leader's view of one group-commit transaction: the writer connection,
+// and per-job event sequence numbers. A seq becomes visible to later writes
+// of the batch only when the write that took it is kept (its savepoint
+// released); a rolled-back write's job falls back to MAX(seq) read inside the
+// transaction, which already excludes it. Publish() after COMMIT is the only
+// way seqs reach the store's committed cache.
+class BatchTxn {
+ public:
+  BatchTxn(Connection* conn, const std::unordered_map<std::string, int64_t>* committed)
+      : conn_(conn), committed_(committed) {}
+
+  Connection& conn() { return *conn_; }
+
+  // Inserts `ev` (validated, wall resolved) with its job's next seq.
+  // NOT_FOUND for an unknown job.
+  absl::StatusOr<int64_t> InsertEvent(const EventRecord& ev, int64_t wall_us) {
+    current_job_ = ev.job_id;
+    int64_t last = 0;
+    if (auto it = batch_.find(ev.job_id); it != batch_.end()) {
+      last = it->second;
+    } else if (auto c = committed_->find(ev.job_id);
+               c != committed_->end() && !stale_.contains(ev.job_id)) {
+      last = c->second;
+    } else {
+      // One statement answers "does the job exist" and "where does its
+      // sequence stand" from the transaction's own view.
+      ASSIGN_OR_RETURN(Statement st,
+                       conn_->Prepare("SELECT EXISTS (SELECT 1 FROM jobs WHERE id = ?1), "
+                                      "(SELECT COALESCE(MAX(seq), 0) FROM events "
+                                      "WHERE job_id = ?1)"));
+      st.Bind(1, ev.job_id);
+      ASSIGN_OR_RETURN(bool row, st.Step());
+      if (!row || st.Int64(0) == 0) return JobNotFound(ev.job_id);
+      last = st.Int64(1);
+    }
+    const int64_t seq = last + 1;
+    ASSIGN_OR_RETURN(Statement st,
+                     conn_->Prepare("INSERT INTO events (job_id, seq, wall_us, elapsed_ms, type, "
+                                    "payload_json) VALUES (?1, ?2, ?3, ?4, ?5, ?6)"));
+    st.Bind(1, ev.job_id)
+        .Bind(2, seq)
+        .Bind(3, wall_us)
+        .Bind(4, ev.elapsed_ms)
+        .Bind(5, ev.type)
+        .Bind(6, ev.payload_json);
+    RETURN_IF_ERROR(st.Run());
+    current_seq_ = seq;
+    return seq;
+  }
+
+  // The current write was kept: its seq (if it appended an event) counts.
+  void Keep() {
+    if (current_seq_ != 0) batch_[current_job_] = current_seq_;
+    Reset();
+  }
+
+  // The current write was rolled back. If it touched an event, the cached
+  // position of that job is no longer trusted (a seq conflict means the file
+  // disagrees with the cache): reload it from the file on next use.
+  void Discard() {
+    if (!current_job_.empty()) {
+      batch_.erase(current_job_);
+      stale_.insert(current_job_);
+    }
+    Reset();
+  }
+
+  // After a successful COMMIT: folds this batch's seqs into `committed`.
+  void Publish(std::unordered_map<std::string, int64_t>* committed) const {
+    for (const std::string& job : stale_) committed->erase(job);
+    for (const auto& [job, seq] : batch_) (*committed)[job] = seq;
+  }
+
+ private:
+  void Reset() {
+    current_job_.clear();
+    current_seq_ = 0;
+  }
+
+  Connection* conn_;
+  const std::unordered_map<std::string, int64_t>* committed_;
+  std::unordered_map<std::string, int64_t> batch_;  // last kept seq per job
+  std::unordered_set<std::string> stale_;           // jobs whose cached seq is distrusted
+  std::string current_job_;                         // event job of the running write
+  int64_t current_seq_ = 0;                         // its seq once inserted
+};
+
 // ------------------------------------------------------------------ ReadPool
 
 // Fixed set of read-only connections handed out one caller at a time.
@@ -409,6 +699,7 @@ class SqliteTrajectoryStore final : public TrajectoryStore {
                                                  const std::string& sql, ReadRow read_row);
 
   absl::StatusOr<int64_t> AppendEvent(const EventRecord& event) override;
+  absl::StatusOr<int64_t> AppendEventWith(const StepRows& rows, const EventRecord& event) override;
   absl::StatusOr<std::vector<EventRecord>> ReadEvents(std::string_view job_id, int64_t after_seq,
                                                       int32_t limit) override;
   absl::StatusOr<int64_t> LastEventSeq(std::string_view job_id) override;
@@ -416,43 +707,66 @@ class SqliteTrajectoryStore final : public TrajectoryStore {
   absl::StatusOr<JobStats> GetJobStats(std::string_view job_id) override;
 
  private:
-  // One AppendEvent caller's slot in the group-commit queue. Lives on the
-  // caller's stack; the leader fills seq/status, then sets done under
-  // group_mu_, which publishes them to the caller.
-  struct PendingEvent {
-    const EventRecord* event;
-    int64_t wall_us;  // resolved "0 = now" before queueing
-    int64_t seq = 0;
+  using WriteFn = absl::FunctionRef<absl::Status(BatchTxn&)>;
+
+  // How a write changes the database, which decides how it is undone alone
+  // when it fails inside a batch.
+  enum class WriteShape {
+    // At most one statement modifies the database (anything before it only
+    // reads). SQLite backs a failed statement out by itself (statement
+    // rollback), so the write needs no savepoint; this keeps the hot
+    // AppendEvent path as cheap as before group commit covered every write.
+    kOneStatement,
+    // Several modifying statements (a step, an evaluation and its best-
+    // speedup update): run under a savepoint so a failure part-way also
+    // undoes the statements that succeeded.
+    kMultiStatement,
+  };
+
+  // One caller's write in the group-commit queue. Lives on the caller's
+  // stack; the caller blocks until `done`, so the leader may run `fn` (which
+  // refers to the caller's arguments) and fill `status`. `done` is guarded by
+  // group_mu_, which also publishes `status`. Each waiter has its own
+  // condition variable so a finished batch wakes exactly its own callers and
+  // one candidate leader, not every thread queued behind it.
+  struct PendingWrite {
+    PendingWrite(WriteShape shape, WriteFn fn) : shape(shape), fn(fn) {}
+    WriteShape shape;
+    WriteFn fn;
     absl::Status status;
     bool done = false;
+    std::condition_variable cv;
   };
 
   int64_t WallOrNow(int64_t wall_us) const {
     return wall_us != 0 ? wall_us : options_.clock->NowWallMicros();
   }
 
-  // Runs `body` inside one write transaction on the writer connection.
-  template <typename Body>
-  absl::Status Write(Body&& body) {
-    std::lock_guard lock(writer_mu_);
-    ASSIGN_OR_RETURN(Transaction txn, Transaction::Begin(writer_.get()));
-    RETURN_IF_ERROR(body(*writer_));
-    return txn.Commit();
-  }
+  // Queues `fn` for the next group commit and returns once it is durable (OK)
+  // or has failed (its own error, or the batch's), annotated with `what`.
+  absl::Status Write(const char* what, WriteShape shape, WriteFn fn);
+  // Leader only: runs `batch` in one transaction and fills every status.
+  void CommitBatch(const std::vector<PendingWrite*>& batch);
+  // Leader only: runs one write so that its failure undoes only itself (see
+  // WriteShape). Returns an error only when the whole transaction is lost
+  // (SQLite rolled it back, or the savepoint could not be undone); the
+  // write's own failure goes to w->status.
+  absl::Status RunWrite(BatchTxn& txn, PendingWrite* w);
 
-  void CommitEventBatch(const std::vector<PendingEvent*>& batch);
-  absl::Status WriteEventBatchLocked(const std::vector<PendingEvent*>& batch);
+  // The shared body of AppendEvent and AppendEventWith.
+  absl::StatusOr<int64_t> AppendStep(const char* what, const StepRows& rows,
+                                     const EventRecord& event);
 
   const std::string path_;
   const Options options_;
 
-  std::mutex writer_mu_;
-  std::unique_ptr<Connection> writer_;                 // guarded by writer_mu_
-  std::unordered_map<std::string, int64_t> last_seq_;  // guarded by writer_mu_; committed only
+  // Used only by the current group-commit leader (leader_active_ makes the
+  // leader unique), never concurrently.
+  std::unique_ptr<Connection> writer_;
+  std::unordered_map<std::string, int64_t> last_seq_;  // committed seqs only
 
   std::mutex group_mu_;
-  std::condition_variable group_cv_;
-  std::deque<PendingEvent*> pending_;  // guarded by group_mu_
+  std::deque<PendingWrite*> pending_;  // guarded by group_mu_
   bool leader_active_ = false;         // guarded by group_mu_
 
   // Declared last so it is destroyed first: read connections close before the
@@ -460,41 +774,99 @@ class SqliteTrajectoryStore final : public TrajectoryStore {
   ReadPool readers_;
 };
 
+// -------------------------------------------------------------- group commit
+
+absl::Status SqliteTrajectoryStore::Write(const char* what, WriteShape shape, WriteFn fn) {
+  PendingWrite me(shape, fn);
+  std::unique_lock lock(group_mu_);
+  pending_.push_back(&me);
+  while (true) {
+    // Sleeps only while somebody else leads; a leader that finishes wakes
+    // the oldest waiter, which leads next unless a caller got there first.
+    me.cv.wait(lock, [&] { return me.done || !leader_active_; });
+    if (me.done) return Annotate(me.status, what);
+    // Lead: commit whatever has queued up (normally including `me`).
+    leader_active_ = true;
+    const size_t n = std::min(pending_.size(), kMaxBatch);
+    std::vector<PendingWrite*> batch(pending_.begin(),
+                                     pending_.begin() + static_cast<std::ptrdiff_t>(n));
+    pending_.erase(pending_.begin(), pending_.begin() + static_cast<std::ptrdiff_t>(n));
+    lock.unlock();
+    CommitBatch(batch);
+    lock.lock();
+    // Notified under group_mu_: a woken caller returns and destroys its
+    // PendingWrite, which it can only do after we release the lock.
+    for (PendingWrite* w : batch) {
+      w->done = true;
+      if (w != &me) w->cv.notify_one();
+    }
+    // Leadership is released rather than handed over: the next batch is led
+    // by whichever caller runs first -- often this very thread coming back
+    // with its next write, which saves waking a sleeping one. The oldest
+    // waiter is woken so that queued writes never wait for a newcomer.
+    leader_active_ = false;
+    if (!pending_.empty()) pending_.front()->cv.notify_one();
+  }
+}
+
+void SqliteTrajectoryStore::CommitBatch(const std::vector<PendingWrite*>& batch) {
+  absl::Status s = [&]() -> absl::Status {
+    ASSIGN_OR_RETURN(Transaction txn, Transaction::Begin(writer_.get()));
+    BatchTxn btx(writer_.get(), &last_seq_);
+    for (PendingWrite* w : batch) RETURN_IF_ERROR(RunWrite(btx, w));
+    // A batch whose writes all failed commits an empty transaction: SQLite
+    // writes (and fsyncs) nothing for it.
+    RETURN_IF_ERROR(txn.Commit());
+    btx.Publish(&last_seq_);
+    return absl::OkStatus();
+  }();
+  if (s.ok()) return;
+  // After a failed batch we cannot be sure which tentative seqs reached the
+  // file (a failed COMMIT is rolled back, but stay conservative): forget
+  // everything and reload MAX(seq) per job on next use.
+  last_seq_.clear();
+  for (PendingWrite* w : batch) {
+    if (w->status.ok()) w->status = s;
+  }
+}
+
+absl::Status SqliteTrajectoryStore::RunWrite(BatchTxn& txn, PendingWrite* w) {
+  Connection& conn = txn.conn();
+  const bool savepoint = w->shape == WriteShape::kMultiStatement;
+  if (savepoint) {
+    ASSIGN_OR_RETURN(Statement st, conn.Prepare("SAVEPOINT write"));
+    RETURN_IF_ERROR(st.Run());
+  }
+  absl::Status s = w->fn(txn);
+  if (s.ok() && savepoint) {
+    ASSIGN_OR_RETURN(Statement st, conn.Prepare("RELEASE write"));
+    s = st.Run();
+  }
+  if (s.ok()) {
+    txn.Keep();
+    return absl::OkStatus();
+  }
+  w->status = s;
+  txn.Discard();
+  // Some errors (I/O, full disk, out of memory) make SQLite roll back the
+  // whole transaction; then the batch's earlier writes are gone too.
+  if (sqlite3_get_autocommit(conn.db()) != 0) {
+    return Annotate(s, "the batch transaction was rolled back by SQLite");
+  }
+  if (!savepoint) return absl::OkStatus();
+  ASSIGN_OR_RETURN(Statement rollback, conn.Prepare("ROLLBACK TO write"));
+  RETURN_IF_ERROR(rollback.Run());
+  ASSIGN_OR_RETURN(Statement release, conn.Prepare("RELEASE write"));
+  return release.Run();
+}
+
 // --------------------------------------------------------------------- jobs
 
 absl::Status SqliteTrajectoryStore::CreateJob(const JobRecord& job) {
   RETURN_IF_ERROR(Annotate(ValidateJob(job), "CreateJob"));
   const int64_t created = WallOrNow(job.created_wall_us);
-  absl::Status s = Write([&](Connection& conn) -> absl::Status {
-    ASSIGN_OR_RETURN(Statement st,
-                     conn.Prepare("INSERT INTO jobs (id, spec_json, problem, backend, world_size, "
-                                  "dtype, agent_kind, model, strategy, label, state, "
-                                  "created_wall_us, started_wall_us, finished_wall_us, "
-                                  "budget_wall_s, error) "
-                                  "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, "
-                                  "?13, ?14, ?15, ?16)"));
-    st.Bind(1, job.id)
-        .Bind(2, job.spec_json)
-        .Bind(3, job.problem)
-        .Bind(4, job.backend)
-        .Bind(5, job.world_size)
-        .Bind(6, job.dtype)
-        .Bind(7, job.agent_kind)
-        .Bind(8, job.model)
-        .Bind(9, job.strategy)
-        .Bind(10, job.label)
-        .Bind(11, JobStateName(job.state))
-        .Bind(12, created)
-        .Bind(13, job.started_wall_us)
-        .Bind(14, job.finished_wall_us)
-        .Bind(15, job.budget_wall_s)
-        .Bind(16, job.error);
-    return st.Run();
-  });
-  if (absl::IsAlreadyExists(s)) {
-    return absl::AlreadyExistsError(fmt::format("CreateJob: job {} already exists", job.id));
-  }
-  return Annotate(s, "CreateJob");
+  return Write("CreateJob", WriteShape::kOneStatement,
+               [&](BatchTxn& txn) { return InsertJob(txn.conn(), job, created); });
 }
 
 absl::Status SqliteTrajectoryStore::UpdateJobState(std::string_view job_id, JobState state,
@@ -502,40 +874,9 @@ absl::Status SqliteTrajectoryStore::UpdateJobState(std::string_view job_id, JobS
   RETURN_IF_ERROR(Annotate(RequireId("job_id", job_id, "job"), "UpdateJobState"));
   RETURN_IF_ERROR(Annotate(RequireNonNegative("wall_us", wall_us), "UpdateJobState"));
   const int64_t wall = WallOrNow(wall_us);
-  absl::Status s = Write([&](Connection& conn) -> absl::Status {
-    JobState current;
-    int64_t started;
-    std::string old_error;
-    {
-      ASSIGN_OR_RETURN(
-          Statement st,
-          conn.Prepare("SELECT state, started_wall_us, error FROM jobs WHERE id = ?1"));
-      st.Bind(1, job_id);
-      ASSIGN_OR_RETURN(bool found, st.Step());
-      if (!found) return JobNotFound(job_id);
-      ASSIGN_OR_RETURN(current, ParseJobState(st.Text(0)));
-      started = st.Int64(1);
-      old_error = st.Text(2);
-    }
-    if (IsTerminal(current)) {
-      // Even a repeat of the same terminal state is refused: it would rewrite
-      // finished_wall_us/error of a result researchers may already have used.
-      return absl::FailedPreconditionError(
-          fmt::format("job {} is already {} (terminal); cannot move it to {}", job_id,
-                      JobStateName(current), JobStateName(state)));
-    }
-    if (state == JobState::kRunning && started == 0) started = wall;
-    const int64_t finished = IsTerminal(state) ? wall : 0;
-    ASSIGN_OR_RETURN(Statement st, conn.Prepare("UPDATE jobs SET state = ?2, started_wall_us = ?3, "
-                                                "finished_wall_us = ?4, error = ?5 WHERE id = ?1"));
-    st.Bind(1, job_id)
-        .Bind(2, JobStateName(state))
-        .Bind(3, started)
-        .Bind(4, finished)
-        .Bind(5, error.empty() ? std::string_view(old_error) : error);
-    return st.Run();
+  return Write("UpdateJobState", WriteShape::kOneStatement, [&](BatchTxn& txn) {
+    return WriteJobState(txn.conn(), job_id, state, error, wall);
   });
-  return Annotate(s, "UpdateJobState");
 }
 
 absl::StatusOr<JobRecord> SqliteTrajectoryStore::GetJob(std::string_view job_id) {
@@ -618,79 +959,25 @@ absl::StatusOr<std::vector<JobRecord>> SqliteTrajectoryStore::ListUnfinishedJobs
 absl::Status SqliteTrajectoryStore::AddTurn(const TurnRecord& turn) {
   RETURN_IF_ERROR(Annotate(ValidateTurn(turn), "AddTurn"));
   const int64_t started = WallOrNow(turn.started_wall_us);
-  absl::Status s = Write([&](Connection& conn) -> absl::Status {
-    RETURN_IF_ERROR(RequireJobExists(conn, turn.job_id));
-    ASSIGN_OR_RETURN(Statement st,
-                     conn.Prepare("INSERT INTO turns (id, job_id, turn_index, started_wall_us, "
-                                  "elapsed_ms, note) VALUES (?1, ?2, ?3, ?4, ?5, ?6)"));
-    st.Bind(1, turn.id)
-        .Bind(2, turn.job_id)
-        .Bind(3, turn.index)
-        .Bind(4, started)
-        .Bind(5, turn.elapsed_ms)
-        .Bind(6, turn.note);
-    return st.Run();
-  });
-  if (absl::IsAlreadyExists(s)) {
-    return absl::AlreadyExistsError(fmt::format(
-        "AddTurn: turn {} or index {} of job {} already exists", turn.id, turn.index, turn.job_id));
-  }
-  return Annotate(s, "AddTurn");
+  return Write("AddTurn", WriteShape::kOneStatement,
+               [&](BatchTxn& txn) { return InsertTurn(txn.conn(), turn, started); });
 }
 
 absl::Status SqliteTrajectoryStore::AddLlmCall(const LlmCallRecord& call) {
   RETURN_IF_ERROR(Annotate(ValidateLlmCall(call), "AddLlmCall"));
   const int64_t wall = WallOrNow(call.wall_us);
-  absl::Status s = Write([&](Connection& conn) -> absl::Status {
-    RETURN_IF_ERROR(RequireJobExists(conn, call.job_id));
-    if (!call.turn_id.empty()) RETURN_IF_ERROR(RequireTurnOfJob(conn, call.turn_id, call.job_id));
-    ASSIGN_OR_RETURN(Statement st,
-                     conn.Prepare("INSERT INTO llm_calls (id, job_id, turn_id, provider, model, "
-                                  "prompt, reply, prompt_tokens, completion_tokens, latency_ms, "
-                                  "cost_usd, attempts, error, wall_us, elapsed_ms) VALUES (?1, "
-                                  "?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)"));
-    st.Bind(1, call.id)
-        .Bind(2, call.job_id)
-        .BindTextOrNull(3, call.turn_id)
-        .Bind(4, call.provider)
-        .Bind(5, call.model)
-        .Bind(6, call.prompt)
-        .Bind(7, call.reply)
-        .Bind(8, call.prompt_tokens)
-        .Bind(9, call.completion_tokens)
-        .Bind(10, call.latency_ms)
-        .Bind(11, call.cost_usd)
-        .Bind(12, call.attempts)
-        .Bind(13, call.error)
-        .Bind(14, wall)
-        .Bind(15, call.elapsed_ms);
-    return st.Run();
-  });
-  if (absl::IsAlreadyExists(s)) {
-    return absl::AlreadyExistsError(fmt::format("AddLlmCall: llm call {} already exists", call.id));
-  }
-  return Annotate(s, "AddLlmCall");
+  return Write("AddLlmCall", WriteShape::kOneStatement,
+               [&](BatchTxn& txn) { return InsertLlmCall(txn.conn(), call, wall); });
 }
 
 absl::StatusOr<bool> SqliteTrajectoryStore::PutCandidate(const CandidateRecord& candidate) {
   RETURN_IF_ERROR(Annotate(ValidateCandidate(candidate), "PutCandidate"));
   const int64_t first_seen = WallOrNow(candidate.first_seen_wall_us);
   bool inserted = false;
-  absl::Status s = Write([&](Connection& conn) -> absl::Status {
-    // ON CONFLICT DO NOTHING (not INSERT OR IGNORE, which would also swallow
-    // CHECK and NOT NULL failures and report them as "already stored").
-    ASSIGN_OR_RETURN(Statement st, conn.Prepare("INSERT INTO candidates (sha256, source, backend, "
-                                                "first_seen_wall_us) VALUES (?1, ?2, ?3, ?4) "
-                                                "ON CONFLICT (sha256) DO NOTHING"));
-    st.Bind(1, candidate.sha256)
-        .Bind(2, candidate.source)
-        .Bind(3, candidate.backend)
-        .Bind(4, first_seen);
-    RETURN_IF_ERROR(st.Run());
-    inserted = sqlite3_changes(conn.db()) == 1;
-    return absl::OkStatus();
+  absl::Status s = Write("PutCandidate", WriteShape::kOneStatement, [&](BatchTxn& txn) {
+    return InsertCandidate(txn.conn(), candidate, first_seen, &inserted);
   });
-  RETURN_IF_ERROR(Annotate(s, "PutCandidate"));
+  RETURN_IF_ERROR(s);
   return inserted;
 }
 
@@ -715,60 +1002,8 @@ absl::StatusOr<CandidateRecord> SqliteTrajectoryStore::GetCandidate(std::string_
 absl::Status SqliteTrajectoryStore::AddEvaluation(const EvaluationRecord& e) {
   RETURN_IF_ERROR(Annotate(ValidateEvaluation(e), "AddEvaluation"));
   const int64_t wall = WallOrNow(e.wall_us);
-  absl::Status s = Write([&](Connection& conn) -> absl::Status {
-    RETURN_IF_ERROR(RequireJobExists(conn, e.job_id));
-    if (!e.turn_id.empty()) RETURN_IF_ERROR(RequireTurnOfJob(conn, e.turn_id, e.job_id));
-    {
-      ASSIGN_OR_RETURN(Statement st, conn.Prepare("SELECT 1 FROM candidates WHERE sha256 = ?1"));
-      st.Bind(1, e.candidate_sha256);
-      ASSIGN_OR_RETURN(bool found, st.Step());
-      if (!found) {
-        return absl::NotFoundError(
-            fmt::format("candidate {} not found (PutCandidate it first)", e.candidate_sha256));
-      }
-    }
-    {
-      ASSIGN_OR_RETURN(Statement st,
-                       conn.Prepare(fmt::format("INSERT INTO evaluations ({}) VALUES (?1, ?2, ?3, "
-                                                "?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, "
-                                                "?15, ?16, ?17)",
-                                                kEvaluationColumns)));
-      st.Bind(1, e.id)
-          .Bind(2, e.job_id)
-          .BindTextOrNull(3, e.turn_id)
-          .Bind(4, e.candidate_sha256)
-          .Bind(5, e.status)
-          .Bind(6, e.correct)
-          .Bind(7, e.speedup)
-          .Bind(8, e.candidate_median_us)
-          .Bind(9, e.reference_median_us)
-          .Bind(10, e.roofline_fraction)
-          .Bind(11, e.result_json)
-          .Bind(12, e.executor)
-          .Bind(13, e.queue_ms)
-          .Bind(14, e.compile_ms)
-          .Bind(15, e.run_ms)
-          .Bind(16, wall)
-          .Bind(17, e.elapsed_ms);
-      RETURN_IF_ERROR(st.Run());
-    }
-    if (e.correct && e.speedup.has_value()) {
-      // Strictly better only: on ties the first evaluation to reach the best
-      // keeps the credit (the same rule the v2 backfill uses).
-      ASSIGN_OR_RETURN(
-          Statement st,
-          conn.Prepare("UPDATE jobs SET best_speedup = ?2, best_evaluation_id = ?3 "
-                       "WHERE id = ?1 AND (best_speedup IS NULL OR best_speedup < ?2)"));
-      st.Bind(1, e.job_id).Bind(2, *e.speedup).Bind(3, e.id);
-      RETURN_IF_ERROR(st.Run());
-    }
-    return absl::OkStatus();
-  });
-  if (absl::IsAlreadyExists(s)) {
-    return absl::AlreadyExistsError(
-        fmt::format("AddEvaluation: evaluation {} already exists", e.id));
-  }
-  return Annotate(s, "AddEvaluation");
+  return Write("AddEvaluation", WriteShape::kMultiStatement,
+               [&](BatchTxn& txn) { return InsertEvaluation(txn.conn(), e, wall); });
 }
 
 template <typename Record, typename ReadRow>
@@ -847,102 +1082,77 @@ absl::StatusOr<std::vector<EvaluationRecord>> SqliteTrajectoryStore::ListEvaluat
 // ------------------------------------------------------------------- events
 
 absl::StatusOr<int64_t> SqliteTrajectoryStore::AppendEvent(const EventRecord& event) {
-  // Field checks happen here, before queueing, so a malformed event fails
-  // alone instead of inside somebody else's batch.
-  RETURN_IF_ERROR(Annotate(ValidateEvent(event), "AppendEvent"));
-  PendingEvent me{&event, WallOrNow(event.wall_us)};
-  std::unique_lock lock(group_mu_);
-  pending_.push_back(&me);
-  while (!me.done) {
-    if (leader_active_) {
-      group_cv_.wait(lock);
-      continue;
-    }
-    // Become the leader for whatever has queued up (normally including `me`;
-    // if the queue exceeds one batch we loop and may lead again).
-    leader_active_ = true;
-    const size_t n = std::min(pending_.size(), kMaxEventBatch);
-    std::vector<PendingEvent*> batch(pending_.begin(),
-                                     pending_.begin() + static_cast<std::ptrdiff_t>(n));
-    pending_.erase(pending_.begin(), pending_.begin() + static_cast<std::ptrdiff_t>(n));
-    lock.unlock();
-    CommitEventBatch(batch);
-    lock.lock();
-    for (PendingEvent* p : batch) p->done = true;
-    leader_active_ = false;
-    // Wakes the batch's followers and lets one of the next batch's callers
-    // take over as leader.
-    group_cv_.notify_all();
-  }
-  if (!me.status.ok()) return me.status;
-  return me.seq;
+  return AppendStep("AppendEvent", StepRows{}, event);
 }
 
-void SqliteTrajectoryStore::CommitEventBatch(const std::vector<PendingEvent*>& batch) {
-  std::lock_guard lock(writer_mu_);
-  absl::Status s = WriteEventBatchLocked(batch);
-  if (s.ok()) return;
-  // After a failed batch we cannot be sure which tentative seqs reached the
-  // file (a failed COMMIT is rolled back, but stay conservative): forget
-  // everything and reload MAX(seq) per job on next use.
-  last_seq_.clear();
-  s = Annotate(s, "AppendEvent");
-  for (PendingEvent* p : batch) {
-    if (p->status.ok()) {
-      p->status = s;
-      p->seq = 0;
-    }
-  }
+absl::StatusOr<int64_t> SqliteTrajectoryStore::AppendEventWith(const StepRows& rows,
+                                                               const EventRecord& event) {
+  return AppendStep("AppendEventWith", rows, event);
 }
 
-absl::Status SqliteTrajectoryStore::WriteEventBatchLocked(const std::vector<PendingEvent*>& batch) {
-  ASSIGN_OR_RETURN(Transaction txn, Transaction::Begin(writer_.get()));
-  // Seqs assigned in this batch, per job; merged into last_seq_ only after
-  // COMMIT succeeds.
-  std::unordered_map<std::string, int64_t> tentative;
-  for (PendingEvent* p : batch) {
-    const EventRecord& ev = *p->event;
-    auto it = tentative.find(ev.job_id);
-    if (it == tentative.end()) {
-      int64_t last = 0;
-      auto cached = last_seq_.find(ev.job_id);
-      if (cached != last_seq_.end()) {
-        last = cached->second;
-      } else {
-        // One statement answers "does the job exist" and "where does its
-        // sequence stand" from the same snapshot.
-        ASSIGN_OR_RETURN(Statement st,
-                         writer_->Prepare("SELECT EXISTS (SELECT 1 FROM jobs WHERE id = ?1), "
-                                          "(SELECT COALESCE(MAX(seq), 0) FROM events "
-                                          "WHERE job_id = ?1)"));
-        st.Bind(1, ev.job_id);
-        ASSIGN_OR_RETURN(bool row, st.Step());
-        if (!row || st.Int64(0) == 0) {
-          // Only this caller fails; the rest of the batch goes ahead.
-          p->status = Annotate(JobNotFound(ev.job_id), "AppendEvent");
-          continue;
-        }
-        last = st.Int64(1);
-      }
-      it = tentative.emplace(ev.job_id, last).first;
-    }
-    const int64_t seq = it->second + 1;
-    ASSIGN_OR_RETURN(Statement st,
-                     writer_->Prepare("INSERT INTO events (job_id, seq, wall_us, elapsed_ms, type, "
-                                      "payload_json) VALUES (?1, ?2, ?3, ?4, ?5, ?6)"));
-    st.Bind(1, ev.job_id)
-        .Bind(2, seq)
-        .Bind(3, p->wall_us)
-        .Bind(4, ev.elapsed_ms)
-        .Bind(5, ev.type)
-        .Bind(6, ev.payload_json);
-    RETURN_IF_ERROR(st.Run());
-    it->second = seq;
-    p->seq = seq;
+absl::StatusOr<int64_t> SqliteTrajectoryStore::AppendStep(const char* what, const StepRows& rows,
+                                                          const EventRecord& event) {
+  // Every field check happens here, before queueing, so a malformed step
+  // fails alone and cheaply instead of inside somebody else's batch.
+  RETURN_IF_ERROR(Annotate(ValidateEvent(event), what));
+  auto same_job = [&](const char* row, const std::string& job_id) -> absl::Status {
+    if (job_id == event.job_id) return absl::OkStatus();
+    return Invalid(fmt::format("{}.job_id", row),
+                   fmt::format("is {} but the event's job is {}", job_id, event.job_id));
+  };
+  if (rows.turn != nullptr) {
+    RETURN_IF_ERROR(Annotate(ValidateTurn(*rows.turn), fmt::format("{}: turn", what)));
+    RETURN_IF_ERROR(Annotate(same_job("turn", rows.turn->job_id), what));
   }
-  RETURN_IF_ERROR(txn.Commit());
-  for (auto& [job_id, last] : tentative) last_seq_[job_id] = last;
-  return absl::OkStatus();
+  if (rows.llm_call != nullptr) {
+    RETURN_IF_ERROR(Annotate(ValidateLlmCall(*rows.llm_call), fmt::format("{}: llm_call", what)));
+    RETURN_IF_ERROR(Annotate(same_job("llm_call", rows.llm_call->job_id), what));
+  }
+  if (rows.candidate != nullptr) {
+    RETURN_IF_ERROR(
+        Annotate(ValidateCandidate(*rows.candidate), fmt::format("{}: candidate", what)));
+  }
+  if (rows.evaluation != nullptr) {
+    RETURN_IF_ERROR(
+        Annotate(ValidateEvaluation(*rows.evaluation), fmt::format("{}: evaluation", what)));
+    RETURN_IF_ERROR(Annotate(same_job("evaluation", rows.evaluation->job_id), what));
+  }
+  // "0 = now" is resolved once, before queueing, so every row of the step
+  // that leaves its time at 0 gets the same time.
+  const int64_t now = options_.clock->NowWallMicros();
+  auto wall = [now](int64_t w) { return w != 0 ? w : now; };
+  const bool event_only = rows.turn == nullptr && rows.llm_call == nullptr &&
+                          rows.candidate == nullptr && rows.evaluation == nullptr;
+  int64_t seq = 0;
+  absl::Status s =
+      Write(what, event_only ? WriteShape::kOneStatement : WriteShape::kMultiStatement,
+            [&](BatchTxn& txn) -> absl::Status {
+              Connection& conn = txn.conn();
+              if (rows.turn != nullptr) {
+                RETURN_IF_ERROR(Annotate(
+                    InsertTurn(conn, *rows.turn, wall(rows.turn->started_wall_us)), "turn"));
+              }
+              if (rows.candidate != nullptr) {
+                bool inserted = false;
+                RETURN_IF_ERROR(
+                    Annotate(InsertCandidate(conn, *rows.candidate,
+                                             wall(rows.candidate->first_seen_wall_us), &inserted),
+                             "candidate"));
+              }
+              if (rows.llm_call != nullptr) {
+                RETURN_IF_ERROR(Annotate(
+                    InsertLlmCall(conn, *rows.llm_call, wall(rows.llm_call->wall_us)), "llm_call"));
+              }
+              if (rows.evaluation != nullptr) {
+                RETURN_IF_ERROR(Annotate(
+                    InsertEvaluation(conn, *rows.evaluation, wall(rows.evaluation->wall_us)),
+                    "evaluation"));
+              }
+              ASSIGN_OR_RETURN(seq, txn.InsertEvent(event, wall(event.wall_us)));
+              return absl::OkStatus();
+            });
+  RETURN_IF_ERROR(s);
+  return seq;
 }
 
 absl::StatusOr<std::vector<EventRecord>> SqliteTrajectoryStore::ReadEvents(std::string_view job_id,

@@ -14,9 +14,20 @@
 //   write to a client as soon as the call returns OK.
 // - Events get a per-job sequence number (1, 2, 3, ...) assigned inside the
 //   committing transaction: strictly increasing, no gaps, no duplicates, even
-//   with many threads appending to one job. Concurrent AppendEvent calls are
-//   group-committed (one transaction and one fsync for a batch of callers),
-//   each caller returning only after its batch is durable.
+//   with many threads appending to one job.
+// - Group commit: every write (jobs, rows, events) joins one queue; a batch
+//   of concurrent callers' writes is committed in one transaction with one
+//   fsync, each caller returning only after its batch is durable. Each write
+//   is still all-or-nothing on its own (statement rollback, or a savepoint
+//   for writes of several statements): a caller whose write fails gets its
+//   own error and leaves no trace, while the others in the batch go ahead.
+//   Only a failure of the batch itself (BEGIN, COMMIT, I/O) fails every
+//   caller in it.
+// - AppendEventWith() commits one agent step -- its rows (turn, LLM call,
+//   candidate, evaluation) and its event -- as one write: after a crash the
+//   rows are either all present together with their event or all absent, so
+//   a watcher never sees an event whose rows are missing and a resumed job
+//   never finds rows without the event that announced them.
 // - Bad input (unknown job id, negative times, NaN speedups, empty required
 //   fields) is rejected with INVALID_ARGUMENT or NOT_FOUND and writes nothing.
 // - Times: wall_us is Unix microseconds; elapsed_ms is milliseconds since the
@@ -28,7 +39,8 @@
 //
 // Threading
 // - A TrajectoryStore is safe for concurrent use from any number of threads.
-//   Writes are serialised on one writer connection (SQLite allows one writer);
+//   Writes are serialised on one writer connection (SQLite allows one writer),
+//   driven by whichever caller currently leads the group commit;
 //   reads use a small pool of read-only connections and run concurrently with
 //   writes (WAL readers never block the writer and see committed data only).
 // - Several processes may open the same file (e.g. `pkforge trajectory --db`
@@ -143,6 +155,19 @@ struct EventRecord {
   std::string payload_json;  // opaque JSON
 };
 
+// The rows one agent step records, committed in the same transaction as the
+// step's event by AppendEventWith. Each pointer is optional (null = no such
+// row) and must stay valid for the call. Every row's job_id must be the
+// event's job. Within the step they are written in dependency order: turn,
+// candidate, LLM call, evaluation, so an LLM call or evaluation may point to
+// the turn and candidate of the same step.
+struct StepRows {
+  const TurnRecord* turn = nullptr;
+  const LlmCallRecord* llm_call = nullptr;
+  const CandidateRecord* candidate = nullptr;  // deduplicated like PutCandidate
+  const EvaluationRecord* evaluation = nullptr;
+};
+
 struct JobFilter {
   std::string problem, model, strategy, agent_kind, label;  // empty = any
   std::optional<JobState> state;
@@ -216,6 +241,14 @@ class TrajectoryStore {
   // --- events ---
   // Assigns the next seq for event.job_id, commits durably, returns the seq.
   virtual absl::StatusOr<int64_t> AppendEvent(const EventRecord& event) = 0;
+  // Like AppendEvent, and writes `rows` in the same transaction: all of them
+  // and the event, or nothing (the seq is then not consumed). Each row is
+  // checked as by its own Add*/PutCandidate call, and any error (including a
+  // row of another job: INVALID_ARGUMENT) fails the whole step. This is the
+  // cheap way to record a step: one queue round trip and one share of an
+  // fsync instead of one per row.
+  virtual absl::StatusOr<int64_t> AppendEventWith(const StepRows& rows,
+                                                  const EventRecord& event) = 0;
   // Events of a job with seq > after_seq, ascending, at most `limit`.
   virtual absl::StatusOr<std::vector<EventRecord>> ReadEvents(std::string_view job_id,
                                                               int64_t after_seq,

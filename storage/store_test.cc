@@ -96,6 +96,24 @@ EventRecord MakeEvent(const std::string& job_id, std::string payload,
   return e;
 }
 
+LlmCallRecord MakeLlmCall(const std::string& job_id, const std::string& turn_id) {
+  LlmCallRecord c;
+  c.id = NewId("llm");
+  c.job_id = job_id;
+  c.turn_id = turn_id;
+  c.provider = "openai";
+  c.model = "gpt-x";
+  c.prompt = R"([{"role":"user","content":"write a kernel"}])";
+  c.reply = "```cuda\n__global__ void k() {}\n```";
+  c.prompt_tokens = 100;
+  c.completion_tokens = 20;
+  c.latency_ms = 50;
+  c.cost_usd = 0.001;
+  c.wall_us = 1'700'000'000'300'000;
+  c.elapsed_ms = 15;
+  return c;
+}
+
 class StoreTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -937,6 +955,238 @@ TEST_F(StoreTest, BadEventInConcurrentBatchFailsAlone) {
   ASSERT_EQ(events->size(), 400u);
   for (size_t k = 0; k < events->size(); ++k) EXPECT_EQ((*events)[k].seq, int64_t(k) + 1);
   EXPECT_EQ(CountRows("events"), 400);
+}
+
+// ------------------------------------------------------------------- steps
+
+// A step's rows and its event commit as one write; the rows read back like
+// the ones the single-row calls write, candidates stay deduplicated, and the
+// job's best speedup is maintained.
+TEST_F(StoreTest, AppendEventWithWritesTheStepAndItsEvent) {
+  const std::string job = NewJob();
+  TurnRecord turn{NewId("turn"), job, 0, 1000, 10, "initial"};
+  CandidateRecord cand = MakeCandidate("__global__ void step() {}");
+  LlmCallRecord call = MakeLlmCall(job, turn.id);
+  EvaluationRecord eval = MakeEval(job, cand.sha256, 1.5);
+  eval.turn_id = turn.id;
+  auto seq = store_->AppendEventWith(
+      {.turn = &turn, .llm_call = &call, .candidate = &cand, .evaluation = &eval},
+      MakeEvent(job, "{\"step\":1}", "step"));
+  ASSERT_TRUE(seq.ok()) << seq.status();
+  EXPECT_EQ(*seq, 1);
+  ASSERT_EQ(store_->ListTurns(job)->size(), 1u);
+  EXPECT_EQ(store_->ListTurns(job)->at(0).note, "initial");
+  ASSERT_EQ(store_->ListLlmCalls(job)->size(), 1u);
+  EXPECT_EQ(store_->ListLlmCalls(job)->at(0).turn_id, turn.id);
+  ASSERT_EQ(store_->ListEvaluations(job)->size(), 1u);
+  EXPECT_EQ(store_->ListEvaluations(job)->at(0).turn_id, turn.id);
+  EXPECT_TRUE(store_->GetCandidate(cand.sha256).ok());
+  auto j = store_->GetJob(job);
+  ASSERT_TRUE(j.ok());
+  EXPECT_EQ(j->best_speedup, 1.5);
+  EXPECT_EQ(j->best_evaluation_id, eval.id);
+
+  // Some rows only, the same candidate again (deduplicated, not an error).
+  EvaluationRecord eval2 = MakeEval(job, cand.sha256, 2.0);
+  seq = store_->AppendEventWith({.candidate = &cand, .evaluation = &eval2}, MakeEvent(job, "2"));
+  ASSERT_TRUE(seq.ok()) << seq.status();
+  EXPECT_EQ(*seq, 2);
+  EXPECT_EQ(CountRows("candidates"), 1);
+  EXPECT_EQ(store_->GetJob(job)->best_evaluation_id, eval2.id);
+  // No rows: the same as AppendEvent.
+  EXPECT_EQ(*store_->AppendEventWith({}, MakeEvent(job, "3")), 3);
+  EXPECT_EQ(CountRows("events"), 3);
+  auto stats = store_->GetJobStats(job);
+  ASSERT_TRUE(stats.ok());
+  EXPECT_EQ(stats->turns, 1);
+  EXPECT_EQ(stats->llm_calls, 1);
+  EXPECT_EQ(stats->evaluations, 2);
+}
+
+// A step that fails anywhere -- bad field, row of another job, unknown
+// reference, duplicate id, unknown job -- writes none of its rows, no event,
+// and does not consume a seq.
+TEST_F(StoreTest, FailedStepWritesNothingAndKeepsTheSequence) {
+  const std::string job = NewJob();
+  const std::string other = NewJob();
+  TurnRecord turn{NewId("turn"), job, 0, 1000, 10, ""};
+  ASSERT_EQ(*store_->AppendEventWith({.turn = &turn}, MakeEvent(job, "1")), 1);
+
+  struct Case {
+    std::string name;
+    absl::StatusCode code;
+    std::function<absl::Status()> step;
+  };
+  CandidateRecord missing = MakeCandidate("never stored");
+  std::vector<Case> cases = {
+      {"row field invalid", absl::StatusCode::kInvalidArgument,
+       [&] {
+         LlmCallRecord c = MakeLlmCall(job, "");
+         c.latency_ms = kNaN;
+         return store_->AppendEventWith({.llm_call = &c}, MakeEvent(job, "x")).status();
+       }},
+      {"row of another job", absl::StatusCode::kInvalidArgument,
+       [&] {
+         TurnRecord t{NewId("turn"), other, 0, 1000, 10, ""};
+         return store_->AppendEventWith({.turn = &t}, MakeEvent(job, "x")).status();
+       }},
+      {"evaluation of a candidate never stored, after a good turn", absl::StatusCode::kNotFound,
+       [&] {
+         TurnRecord t{NewId("turn"), job, 1, 1000, 10, ""};
+         EvaluationRecord e = MakeEval(job, missing.sha256, 1.0);
+         e.turn_id = t.id;
+         return store_->AppendEventWith({.turn = &t, .evaluation = &e}, MakeEvent(job, "x"))
+             .status();
+       }},
+      {"duplicate turn index, after a good candidate and before a good call",
+       absl::StatusCode::kAlreadyExists,
+       [&] {
+         TurnRecord t{NewId("turn"), job, 0, 1000, 10, ""};
+         CandidateRecord c = MakeCandidate("new candidate");
+         LlmCallRecord call = MakeLlmCall(job, t.id);
+         return store_
+             ->AppendEventWith({.turn = &t, .llm_call = &call, .candidate = &c},
+                               MakeEvent(job, "x"))
+             .status();
+       }},
+      {"llm call pointing to a turn of another job", absl::StatusCode::kInvalidArgument,
+       [&] {
+         TurnRecord t{NewId("turn"), other, 0, 1000, 10, ""};
+         EXPECT_TRUE(store_->AddTurn(t).ok());
+         LlmCallRecord c = MakeLlmCall(job, t.id);
+         return store_->AppendEventWith({.llm_call = &c}, MakeEvent(job, "x")).status();
+       }},
+      {"unknown job", absl::StatusCode::kNotFound,
+       [&] {
+         const std::string ghost = NewId("job");
+         TurnRecord t{NewId("turn"), ghost, 0, 1000, 10, ""};
+         return store_->AppendEventWith({.turn = &t}, MakeEvent(ghost, "x")).status();
+       }},
+  };
+  for (const Case& c : cases) {
+    absl::Status s = c.step();
+    EXPECT_EQ(s.code(), c.code) << c.name << ": " << s;
+  }
+  EXPECT_EQ(CountRows("turns"), 2);  // the first step's and the other job's
+  EXPECT_EQ(CountRows("llm_calls"), 0);
+  EXPECT_EQ(CountRows("evaluations"), 0);
+  EXPECT_EQ(CountRows("candidates"), 0);
+  EXPECT_EQ(CountRows("events"), 1);
+  EXPECT_EQ(*store_->AppendEventWith({}, MakeEvent(job, "2")), 2);
+}
+
+// When the event of a step cannot take its seq (a row written behind the
+// store's back, as in FailedBatchResetsSequenceCache), the step's rows roll
+// back with it and the next step resumes the sequence from the file.
+TEST_F(StoreTest, StepWhoseEventFailsRollsBackItsRows) {
+  const std::string job = NewJob();
+  ASSERT_EQ(*store_->AppendEvent(MakeEvent(job, "a")), 1);
+  {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
+    std::string sql =
+        "INSERT INTO events (job_id, seq, wall_us, elapsed_ms, type, payload_json) "
+        "VALUES ('" +
+        job + "', 2, 1, 1, 'intruder', 'b')";
+    ASSERT_EQ(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, nullptr), SQLITE_OK);
+    sqlite3_close(db);
+  }
+  TurnRecord turn{NewId("turn"), job, 0, 1000, 10, ""};
+  absl::Status s = store_->AppendEventWith({.turn = &turn}, MakeEvent(job, "c")).status();
+  EXPECT_TRUE(absl::IsAlreadyExists(s)) << s;
+  EXPECT_EQ(CountRows("turns"), 0);
+  auto seq = store_->AppendEventWith({.turn = &turn}, MakeEvent(job, "d"));
+  ASSERT_TRUE(seq.ok()) << seq.status();
+  EXPECT_EQ(*seq, 3);
+  EXPECT_EQ(CountRows("turns"), 1);
+}
+
+// Many writers of every kind at once, so batches mix steps, single rows, job
+// creations and state changes, some of which fail: every failed write leaves
+// no trace, every successful one is complete, and seqs stay contiguous.
+TEST_F(StoreTest, ConcurrentMixedWritesCommitTogetherAndFailAlone) {
+  constexpr int kStepThreads = 6;
+  constexpr int kSteps = 120;
+  std::vector<std::string> jobs;
+  for (int t = 0; t < kStepThreads; ++t) jobs.push_back(NewJob());
+  const std::string shared = NewJob();
+  std::vector<int> ok_steps(kStepThreads, 0);
+  std::atomic<int> unexpected{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kStepThreads; ++t) {
+    threads.emplace_back([&, t] {
+      std::string last_eval_id;
+      for (int i = 0; i < kSteps; ++i) {
+        // Every 10th step reuses the previous step's evaluation id, so it
+        // fails with ALREADY_EXISTS at its last row, after its turn,
+        // candidate and call were inserted: they must all roll back.
+        const bool dup = i % 10 == 9;
+        TurnRecord turn{NewId("turn"), jobs[t], i, 1000, i, ""};
+        CandidateRecord cand =
+            MakeCandidate("// thread " + std::to_string(t) + " step " + std::to_string(i));
+        LlmCallRecord call = MakeLlmCall(jobs[t], turn.id);
+        EvaluationRecord eval = MakeEval(jobs[t], cand.sha256, 1.0 + i);
+        eval.turn_id = turn.id;
+        if (dup) eval.id = last_eval_id;
+        auto seq = store_->AppendEventWith(
+            {.turn = &turn, .llm_call = &call, .candidate = &cand, .evaluation = &eval},
+            MakeEvent(jobs[t], turn.id, "step"));
+        if (dup) {
+          if (!absl::IsAlreadyExists(seq.status())) ++unexpected;
+          continue;
+        }
+        if (!seq.ok() || *seq != ok_steps[t] + 1) ++unexpected;
+        ++ok_steps[t];
+        last_eval_id = eval.id;
+      }
+    });
+  }
+  std::atomic<int> shared_ok{0};
+  for (int t = 0; t < 2; ++t) {
+    threads.emplace_back([&] {
+      for (int i = 0; i < kSteps; ++i) {
+        if (store_->AppendEvent(MakeEvent(shared, "s")).ok()) ++shared_ok;
+      }
+    });
+  }
+  std::vector<std::string> lifecycle_jobs(40);
+  threads.emplace_back([&] {
+    for (std::string& id : lifecycle_jobs) {
+      JobRecord j = MakeJob();
+      id = j.id;
+      if (!store_->CreateJob(j).ok()) ++unexpected;
+      if (!absl::IsAlreadyExists(store_->CreateJob(j))) ++unexpected;
+      if (!store_->UpdateJobState(id, JobState::kRunning).ok()) ++unexpected;
+      if (!store_->UpdateJobState(id, JobState::kSucceeded).ok()) ++unexpected;
+      if (!absl::IsFailedPrecondition(store_->UpdateJobState(id, JobState::kFailed))) {
+        ++unexpected;
+      }
+    }
+  });
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(unexpected.load(), 0);
+
+  for (int t = 0; t < kStepThreads; ++t) {
+    SCOPED_TRACE("thread " + std::to_string(t));
+    EXPECT_EQ(ok_steps[t], kSteps - kSteps / 10);
+    auto events = store_->ReadEvents(jobs[t], 0);
+    auto turns = store_->ListTurns(jobs[t]);
+    ASSERT_TRUE(events.ok() && turns.ok());
+    ASSERT_EQ(events->size(), static_cast<size_t>(ok_steps[t]));
+    ASSERT_EQ(turns->size(), events->size());
+    for (size_t k = 0; k < events->size(); ++k) {
+      EXPECT_EQ((*events)[k].seq, static_cast<int64_t>(k) + 1);
+      EXPECT_EQ((*events)[k].payload_json, (*turns)[k].id);  // the step's own turn
+    }
+    EXPECT_EQ(store_->ListLlmCalls(jobs[t])->size(), events->size());
+    EXPECT_EQ(store_->ListEvaluations(jobs[t])->size(), events->size());
+  }
+  EXPECT_EQ(CountRows("candidates"), kStepThreads * (kSteps - kSteps / 10));
+  EXPECT_EQ(shared_ok.load(), 2 * kSteps);
+  EXPECT_EQ(*store_->LastEventSeq(shared), 2 * kSteps);
+  for (const std::string& id : lifecycle_jobs) {
+    EXPECT_EQ(store_->GetJob(id)->state, JobState::kSucceeded);
+  }
 }
 
 TEST(StoreOpenTest, RejectsBadOptionsAndPaths) {
