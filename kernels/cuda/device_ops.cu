@@ -191,4 +191,16 @@ cudaError_t DigestBytes(const void* p, int64_t bytes, const DeviceScratch& s, cu
   return cudaSuccess;
 }
 
+__global__ void DelayKernel(long long ns) {
+  const long long start = clock64();
+  // clock64 counts SM cycles; __nanosleep keeps the SM mostly idle meanwhile.
+  const long long cycles = ns * 2;  // >= 1 cycle per ns on any clock above 1 GHz
+  while (clock64() - start < cycles) __nanosleep(1000);
+}
+
+cudaError_t LaunchDelay(int64_t ns, cudaStream_t stream) {
+  DelayKernel<<<1, 1, 0, stream>>>(static_cast<long long>(ns));
+  return cudaGetLastError();
+}
+
 }  // namespace pkforge::kernels::cuda

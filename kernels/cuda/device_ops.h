@@ -35,6 +35,10 @@ cudaError_t CreateScratch(DeviceScratch* s);
 cudaError_t CompareOutputs(const void* actual, const void* expected, pkf_dtype dtype,
                            int64_t numel, double atol, double rtol, uint32_t poison_bits,
                            const DeviceScratch& s, cudaStream_t stream, CheckRecord* out);
+// A one-thread kernel that keeps `stream` busy for about `ns` nanoseconds
+// (launch-ahead: see Run in rank_cuda.cc).
+cudaError_t LaunchDelay(int64_t ns, cudaStream_t stream);
+
 // Number of bytes that differ.
 cudaError_t CountDiffBytes(const void* a, const void* b, int64_t bytes, const DeviceScratch& s,
                            cudaStream_t stream, uint64_t* out);
