@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
+#include <optional>
 #include <thread>
 
 #include "agent/kernel_templates.h"
@@ -173,6 +174,8 @@ absl::StatusOr<v1::Job> JobManager::Submit(const v1::SubmitJobRequest& request) 
     std::unique_lock lock(mu_);
     if (!accepting_) return absl::UnavailableError("the orchestrator is shutting down");
     if (!rid.empty()) {
+      // The in-memory map answers repeats within this process cheaply and,
+      // through the reservation, turns concurrent first calls into one.
       auto it = request_ids_.find(rid);
       if (it != request_ids_.end()) {
         const std::string id = it->second;
@@ -190,6 +193,26 @@ absl::StatusOr<v1::Job> JobManager::Submit(const v1::SubmitJobRequest& request) 
     std::lock_guard lock(mu_);
     if (request_ids_[rid].empty()) request_ids_.erase(rid);
   };
+  // The job a previous process (or another writer of the database) made for
+  // this id. Remembered in the map so later repeats skip the store.
+  auto existing = [&]() -> absl::StatusOr<std::optional<std::string>> {
+    ASSIGN_OR_RETURN(std::optional<storage::JobRecord> found,
+                     store_->FindJobByClientRequestId(rid));
+    if (!found.has_value()) return std::optional<std::string>();
+    {
+      std::lock_guard lock(mu_);
+      request_ids_[rid] = found->id;
+    }
+    return std::optional<std::string>(found->id);
+  };
+  if (!rid.empty()) {
+    absl::StatusOr<std::optional<std::string>> prior = existing();
+    if (!prior.ok()) {
+      release();
+      return Annotate(prior.status(), "looking up client_request_id");
+    }
+    if (prior->has_value()) return Get(**prior);
+  }
   if (absl::Status s = Validate(request.spec()); !s.ok()) {
     release();
     return s;
@@ -198,7 +221,13 @@ absl::StatusOr<v1::Job> JobManager::Submit(const v1::SubmitJobRequest& request) 
   auto job = std::make_shared<Job>(id, request.spec(), options_.clock);
   job->created_wall_us = options_.clock->NowWallMicros();
   auto record = NewJobRecord(id, request.spec(), job->created_wall_us);
+  if (record.ok()) record->client_request_id = rid;
   absl::Status s = record.ok() ? store_->CreateJob(*record) : record.status();
+  if (absl::IsAlreadyExists(s) && !rid.empty()) {
+    // Another writer stored a job for this id since the lookup above.
+    absl::StatusOr<std::optional<std::string>> prior = existing();
+    if (prior.ok() && prior->has_value()) return Get(**prior);
+  }
   if (s.ok()) {
     v1::Event ev;
     ev.set_job_id(id);

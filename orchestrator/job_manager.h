@@ -6,9 +6,15 @@
 // - Submit() validates the spec (INVALID_ARGUMENT naming the field;
 //   FAILED_PRECONDITION when the API key variable is not set in this
 //   process's environment; UNAVAILABLE when no executor is healthy), stores
-//   the job (queued) and its first event before returning. A repeated
-//   client_request_id returns the job made by the first call (remembered for
-//   the life of this process).
+//   the job (queued) and its first event before returning.
+// - Idempotency: a non-empty client_request_id is stored with the job (the
+//   database holds at most one job per id), so a repeated id returns the job
+//   made by the first call -- its current state, finished or not -- also
+//   after the orchestrator restarted; the spec of the repeat is not looked
+//   at. A repeat that arrives while the first call is still storing the job
+//   is ABORTED (retry). Lookup order: this process's map (which also turns
+//   concurrent first calls into one), then the store; a CreateJob that loses
+//   a race on the id to another writer returns that writer's job.
 // - At most max_concurrent_jobs run at once; others wait in FIFO order.
 // - Each running job has a CancelToken: CancelJob and shutdown cancel it
 //   (aborting in-flight LLM calls and evaluations); it also carries the
@@ -106,7 +112,9 @@ class JobManager {
   std::condition_variable idle_cv_;  // running_ dropped
   std::map<std::string, std::shared_ptr<Job>> active_;  // queued or running here
   std::deque<std::shared_ptr<Job>> queue_;
-  std::map<std::string, std::string> request_ids_;  // client_request_id -> job id
+  // client_request_id -> job id ("" = reserved by a call storing it). A cache
+  // of the store's jobs.client_request_id plus in-flight reservations.
+  std::map<std::string, std::string> request_ids_;
   std::map<std::string, int64_t> finished_;  // by state name, since start
   int running_ = 0;
   bool accepting_ = true;

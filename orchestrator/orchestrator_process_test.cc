@@ -90,10 +90,12 @@ absl::StatusOr<std::unique_ptr<ChildProcess>> StartFakeExecutorProcess(
                               "--log-file", log_file});
 }
 
-absl::StatusOr<v1::Job> Submit(v1::Orchestrator::Stub* stub, const v1::JobSpec& spec) {
+absl::StatusOr<v1::Job> Submit(v1::Orchestrator::Stub* stub, const v1::JobSpec& spec,
+                               const std::string& client_request_id = "") {
   grpc::ClientContext ctx;
   v1::SubmitJobRequest req;
   *req.mutable_spec() = spec;
+  req.set_client_request_id(client_request_id);
   v1::Job job;
   grpc::Status s = stub->SubmitJob(&ctx, req, &job);
   if (!s.ok()) return absl::UnknownError(s.error_message());
@@ -189,6 +191,79 @@ TEST_F(ProcessTest, SigkillMidJobThenRestartResumesOrInterruptsAndLosesNothing) 
             "1\n");
   (*again)->Kill(SIGTERM);
   EXPECT_EQ((*again)->Wait(), 0);
+  EXPECT_EQ(Query(db, "PRAGMA integrity_check"), "ok\n");
+}
+
+absl::StatusOr<v1::ListJobsResponse> ListJobs(v1::Orchestrator::Stub* stub) {
+  grpc::ClientContext ctx;
+  v1::ListJobsRequest req;
+  req.set_page_size(1000);
+  v1::ListJobsResponse resp;
+  grpc::Status s = stub->ListJobs(&ctx, req, &resp);
+  if (!s.ok()) return absl::UnknownError(s.error_message());
+  return resp;
+}
+
+// SubmitJob's client_request_id outlives the process: after a SIGKILL (no
+// shutdown, nothing flushed beyond what the store made durable) a restarted
+// orchestrator answers a repeat with the first job, whether that job is still
+// active (resumed) or long finished, and never makes a second one.
+TEST_F(ProcessTest, ClientRequestIdIsIdempotentAcrossSigkillAndRestart) {
+  auto exec = StartFakeExecutorProcess(100, dir_ + "/exec.log");
+  ASSERT_TRUE(exec.ok()) << exec.status();
+  const std::string db = dir_ + "/traj.db";
+  auto orch = StartOrchestratorProcess(dir_, {(*exec)->address()});
+  ASSERT_TRUE(orch.ok()) << orch.status();
+  auto stub = testing::Client((*orch)->address());
+  auto first = Submit(stub.get(), testing::SearchSpec(4, 60), "abc");
+  ASSERT_TRUE(first.ok()) << first.status();
+  const std::string id = first->id();
+  auto same = Submit(stub.get(), testing::SearchSpec(4, 60), "abc");
+  ASSERT_TRUE(same.ok()) << same.status();
+  EXPECT_EQ(same->id(), id);
+  (*orch)->Kill(SIGKILL);
+  (*orch)->Wait();
+  EXPECT_EQ(Query(db, "SELECT id, client_request_id FROM jobs"), id + "|abc\n");
+
+  // Restart on the same database: the repeat finds the job (resumed or
+  // finished by now, either way the same one).
+  auto again = StartOrchestratorProcess(dir_, {(*exec)->address()});
+  ASSERT_TRUE(again.ok()) << again.status();
+  stub = testing::Client((*again)->address());
+  auto repeat = Submit(stub.get(), testing::SearchSpec(4, 60), "abc");
+  ASSERT_TRUE(repeat.ok()) << repeat.status();
+  EXPECT_EQ(repeat->id(), id);
+  auto other = Submit(stub.get(), testing::SearchSpec(1, 60), "def");
+  ASSERT_TRUE(other.ok()) << other.status();
+  EXPECT_NE(other->id(), id);
+  auto listed = ListJobs(stub.get());
+  ASSERT_TRUE(listed.ok()) << listed.status();
+  std::multiset<std::string> ids;
+  for (const auto& j : listed->jobs()) ids.insert(j.id());
+  EXPECT_EQ(ids.count(id), 1u);
+  EXPECT_EQ(ids.size(), 2u);
+  auto done = testing::WaitForEnd(stub.get(), id, 30);
+  ASSERT_TRUE(done.ok()) << done.status();
+  EXPECT_EQ(done->state(), v1::JOB_STATE_SUCCEEDED) << done->error();
+  ASSERT_TRUE(testing::WaitForEnd(stub.get(), other->id(), 30).ok());
+
+  // Once more, with the job finished: the answer now comes from the store
+  // alone (nothing of it is active in the new process).
+  (*again)->Kill(SIGKILL);
+  (*again)->Wait();
+  auto third = StartOrchestratorProcess(dir_, {(*exec)->address()});
+  ASSERT_TRUE(third.ok()) << third.status();
+  stub = testing::Client((*third)->address());
+  auto late = Submit(stub.get(), testing::SearchSpec(4, 60), "abc");
+  ASSERT_TRUE(late.ok()) << late.status();
+  EXPECT_EQ(late->id(), id);
+  EXPECT_EQ(late->state(), v1::JOB_STATE_SUCCEEDED);
+  listed = ListJobs(stub.get());
+  ASSERT_TRUE(listed.ok()) << listed.status();
+  EXPECT_EQ(listed->jobs_size(), 2);
+  EXPECT_EQ(Query(db, "SELECT COUNT(*) FROM jobs WHERE client_request_id = 'abc'"), "1\n");
+  (*third)->Kill(SIGTERM);
+  EXPECT_EQ((*third)->Wait(), 0);
   EXPECT_EQ(Query(db, "PRAGMA integrity_check"), "ok\n");
 }
 

@@ -371,6 +371,43 @@ TEST_F(OrchestratorTest, ClientRequestIdMakesSubmitIdempotent) {
   EXPECT_EQ(Count(db(), "SELECT COUNT(*) FROM jobs"), 2);
 }
 
+// The key is stored with the job, so a new orchestrator on the same database
+// (here after a clean shutdown; orchestrator_process_test covers SIGKILL)
+// still returns the first job -- finished by now, so built from the store.
+TEST_F(OrchestratorTest, ClientRequestIdSurvivesARestart) {
+  StartOrchestrator();
+  auto a = Submit(testing::SearchSpec(2), "req-1");
+  ASSERT_TRUE(a.ok()) << a.status();
+  auto done = testing::WaitForEnd(stub_.get(), a->id(), 20);
+  ASSERT_TRUE(done.ok()) << done.status();
+  ASSERT_EQ(done->state(), v1::JOB_STATE_SUCCEEDED) << done->error();
+  orch_.reset();
+
+  StartOrchestrator();
+  // A different spec does not matter: the key alone identifies the job.
+  auto again = Submit(testing::SearchSpec(5), "req-1");
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(again->id(), a->id());
+  EXPECT_EQ(again->state(), v1::JOB_STATE_SUCCEEDED);
+  EXPECT_EQ(again->spec().budget().max_evaluations(), 2);
+  EXPECT_EQ(again->evaluations(), done->evaluations());
+  // Repeats in this process now come from the map, with the same answer.
+  auto third = Submit(testing::SearchSpec(2), "req-1");
+  ASSERT_TRUE(third.ok()) << third.status();
+  EXPECT_EQ(third->id(), a->id());
+  // Jobs without a key are never merged.
+  auto x = Submit(testing::SearchSpec(1));
+  auto y = Submit(testing::SearchSpec(1));
+  ASSERT_TRUE(x.ok() && y.ok());
+  EXPECT_NE(x->id(), y->id());
+  EXPECT_NE(x->id(), a->id());
+  ASSERT_TRUE(testing::WaitForEnd(stub_.get(), x->id(), 20).ok());
+  ASSERT_TRUE(testing::WaitForEnd(stub_.get(), y->id(), 20).ok());
+  EXPECT_EQ(Count(db(), "SELECT COUNT(*) FROM jobs"), 3);
+  EXPECT_EQ(Count(db(), "SELECT COUNT(*) FROM jobs WHERE client_request_id = 'req-1'"), 1);
+  EXPECT_EQ(Count(db(), "SELECT COUNT(*) FROM jobs WHERE client_request_id = ''"), 2);
+}
+
 TEST_F(OrchestratorTest, ConcurrencyLimitQueuesJobsInOrder) {
   OrchestratorConfig c = Config();
   c.max_concurrent_jobs = 2;

@@ -136,6 +136,17 @@ constexpr char kV3LlmAttempts[] = R"sql(
 ALTER TABLE llm_calls ADD COLUMN attempts INTEGER NOT NULL DEFAULT 1 CHECK (attempts >= 1);
 )sql";
 
+// v4: SubmitJob's client_request_id, stored with the job so a retried
+// submission finds the job made by the first call even after a restart.
+// Existing jobs predate it and get '' ("none"); the partial unique index makes
+// every non-empty id name at most one job while '' never collides, and serves
+// the lookup by id (queries must repeat `client_request_id <> ''` to use it).
+constexpr char kV4ClientRequestId[] = R"sql(
+ALTER TABLE jobs ADD COLUMN client_request_id TEXT NOT NULL DEFAULT '';
+CREATE UNIQUE INDEX jobs_by_client_request_id ON jobs (client_request_id)
+  WHERE client_request_id <> '';
+)sql";
+
 }  // namespace
 
 const std::vector<Migration>& Migrations() {
@@ -143,6 +154,7 @@ const std::vector<Migration>& Migrations() {
       {1, "core tables", kV1CoreTables},
       {2, "jobs.best_* columns and query indexes", kV2BestAndIndexes},
       {3, "llm_calls.attempts", kV3LlmAttempts},
+      {4, "jobs.client_request_id", kV4ClientRequestId},
   };
   return *kMigrations;
 }

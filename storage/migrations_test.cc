@@ -170,6 +170,8 @@ TEST_F(MigrationsTest, UpgradesV1DatabaseAndPreservesData) {
   EXPECT_EQ(j->label, "old");
   EXPECT_EQ(j->state, JobState::kSucceeded);
   EXPECT_FALSE(store.GetJob(idle_job)->best_speedup.has_value());
+  // v4: jobs from before client_request_id have none.
+  EXPECT_EQ(j->client_request_id, "");
 
   // v3: old LLM calls count as one attempt.
   auto calls = store.ListLlmCalls(job);
@@ -204,14 +206,84 @@ TEST_F(MigrationsTest, UpgradesV1DatabaseAndPreservesData) {
   opened->reset();
 
   OpenRaw();
-  for (const char* index : {"jobs_by_state", "jobs_by_problem", "jobs_by_model", "jobs_by_label",
-                            "llm_calls_by_job", "evaluations_by_job", "evaluations_by_candidate"}) {
+  for (const char* index :
+       {"jobs_by_state", "jobs_by_problem", "jobs_by_model", "jobs_by_label", "llm_calls_by_job",
+        "evaluations_by_job", "evaluations_by_candidate", "jobs_by_client_request_id"}) {
     EXPECT_EQ(QueryInt(std::string("SELECT COUNT(*) FROM sqlite_master WHERE type = 'index' AND "
                                    "name = '") +
                        index + "'"),
               1)
         << index;
   }
+  EXPECT_EQ(QueryText("PRAGMA integrity_check"), "ok");
+}
+
+// v3 -> v4: an existing file's jobs are kept as they were, with '' as their
+// client_request_id (so none of them collide), and the upgraded file enforces
+// the key for new jobs.
+TEST_F(MigrationsTest, UpgradesV3DatabaseKeepingOldJobsWithEmptyClientRequestIds) {
+  BuildAtVersion(3);
+  EXPECT_EQ(Columns("jobs").count("client_request_id"), 0u);
+  std::vector<std::string> old_jobs;
+  for (const char* state : {"succeeded", "queued", "running"}) {
+    old_jobs.push_back(NewId("job"));
+    Exec(
+        "INSERT INTO jobs (id, spec_json, problem, backend, world_size, dtype, agent_kind, "
+        "model, strategy, label, state, created_wall_us, budget_wall_s) VALUES ('" +
+        old_jobs.back() +
+        "', '{\"problem\":\"allreduce\"}', 'allreduce', 'cuda', 2, 'bf16', "
+        "'search', '', 'sequential', 'v3', '" +
+        state + "', 1000, 60)");
+    Exec("INSERT INTO events VALUES ('" + old_jobs.back() +
+         "', 1, 1000, 0, 'state_changed', '{}')");
+  }
+  CloseRaw();
+
+  auto opened = TrajectoryStore::Open(path_);
+  ASSERT_TRUE(opened.ok()) << opened.status();
+  TrajectoryStore& store = **opened;
+  EXPECT_EQ(*store.SchemaVersion(), CurrentSchemaVersion());
+  for (const std::string& id : old_jobs) {
+    auto j = store.GetJob(id);
+    ASSERT_TRUE(j.ok()) << j.status();
+    EXPECT_EQ(j->client_request_id, "");
+    EXPECT_EQ(j->label, "v3");
+    EXPECT_EQ(j->spec_json, "{\"problem\":\"allreduce\"}");
+    EXPECT_EQ(store.ReadEvents(id, 0)->size(), 1u);
+  }
+  auto unfinished = store.ListUnfinishedJobs();
+  ASSERT_TRUE(unfinished.ok());
+  EXPECT_EQ(unfinished->size(), 2u);
+
+  // New jobs: '' still never collides with the old ones; a non-empty key is
+  // unique and found.
+  JobRecord job;
+  job.id = NewId("job");
+  job.spec_json = "{}";
+  job.problem = "p";
+  job.backend = "host";
+  job.dtype = "f32";
+  job.agent_kind = "search";
+  ASSERT_TRUE(store.CreateJob(job).ok());
+  job.id = NewId("job");
+  job.client_request_id = "abc";
+  ASSERT_TRUE(store.CreateJob(job).ok());
+  const std::string keyed = job.id;
+  job.id = NewId("job");
+  absl::Status dup = store.CreateJob(job);
+  EXPECT_TRUE(absl::IsAlreadyExists(dup)) << dup;
+  EXPECT_THAT(std::string(dup.message()), HasSubstr("client_request_id"));
+  auto found = store.FindJobByClientRequestId("abc");
+  ASSERT_TRUE(found.ok() && found->has_value());
+  EXPECT_EQ((*found)->id, keyed);
+  opened->reset();
+
+  OpenRaw();
+  EXPECT_EQ(QueryInt("SELECT COUNT(*) FROM jobs"), 5);
+  EXPECT_EQ(QueryInt("SELECT COUNT(*) FROM jobs WHERE client_request_id = ''"), 4);
+  EXPECT_EQ(QueryInt("SELECT COUNT(*) FROM sqlite_master WHERE type = 'index' AND "
+                     "name = 'jobs_by_client_request_id' AND sql LIKE '%UNIQUE%'"),
+            1);
   EXPECT_EQ(QueryText("PRAGMA integrity_check"), "ok");
 }
 

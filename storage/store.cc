@@ -256,7 +256,7 @@ absl::Status JobNotFound(std::string_view job_id) {
 constexpr char kJobColumns[] =
     "id, spec_json, problem, backend, world_size, dtype, agent_kind, model, strategy, label, "
     "state, created_wall_us, started_wall_us, finished_wall_us, budget_wall_s, error, "
-    "best_speedup, best_evaluation_id";
+    "best_speedup, best_evaluation_id, client_request_id";
 
 absl::StatusOr<JobRecord> ReadJobRow(const Statement& st) {
   JobRecord j;
@@ -278,6 +278,7 @@ absl::StatusOr<JobRecord> ReadJobRow(const Statement& st) {
   j.error = st.Text(15);
   j.best_speedup = st.OptionalDouble(16);
   j.best_evaluation_id = st.Text(17);
+  j.client_request_id = st.Text(18);
   return j;
 }
 
@@ -340,13 +341,26 @@ absl::Status RequireTurnOfJob(Connection& conn, std::string_view turn_id, std::s
 // AppendEventWith, so both paths check and write exactly the same way.
 
 absl::Status InsertJob(Connection& conn, const JobRecord& job, int64_t created) {
+  // Checked first (a read, inside the write transaction, so no other writer
+  // can slip in between) to name the colliding job; the unique index
+  // jobs_by_client_request_id stays as the second line of defence.
+  if (!job.client_request_id.empty()) {
+    ASSIGN_OR_RETURN(Statement find, conn.Prepare("SELECT id FROM jobs WHERE client_request_id = "
+                                                  "?1 AND client_request_id <> ''"));
+    find.Bind(1, job.client_request_id);
+    ASSIGN_OR_RETURN(bool taken, find.Step());
+    if (taken) {
+      return absl::AlreadyExistsError(fmt::format(
+          "client_request_id '{}' is already used by job {}", job.client_request_id, find.Text(0)));
+    }
+  }
   ASSIGN_OR_RETURN(Statement st,
                    conn.Prepare("INSERT INTO jobs (id, spec_json, problem, backend, world_size, "
                                 "dtype, agent_kind, model, strategy, label, state, "
                                 "created_wall_us, started_wall_us, finished_wall_us, "
-                                "budget_wall_s, error) "
+                                "budget_wall_s, error, client_request_id) "
                                 "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, "
-                                "?13, ?14, ?15, ?16)"));
+                                "?13, ?14, ?15, ?16, ?17)"));
   st.Bind(1, job.id)
       .Bind(2, job.spec_json)
       .Bind(3, job.problem)
@@ -362,7 +376,8 @@ absl::Status InsertJob(Connection& conn, const JobRecord& job, int64_t created) 
       .Bind(13, job.started_wall_us)
       .Bind(14, job.finished_wall_us)
       .Bind(15, job.budget_wall_s)
-      .Bind(16, job.error);
+      .Bind(16, job.error)
+      .Bind(17, job.client_request_id);
   absl::Status s = st.Run();
   if (absl::IsAlreadyExists(s)) {
     return absl::AlreadyExistsError(fmt::format("job {} already exists", job.id));
@@ -679,6 +694,8 @@ class SqliteTrajectoryStore final : public TrajectoryStore {
   absl::Status UpdateJobState(std::string_view job_id, JobState state, std::string_view error,
                               int64_t wall_us) override;
   absl::StatusOr<JobRecord> GetJob(std::string_view job_id) override;
+  absl::StatusOr<std::optional<JobRecord>> FindJobByClientRequestId(
+      std::string_view client_request_id) override;
   absl::StatusOr<std::vector<JobRecord>> ListJobs(const JobFilter& filter) override;
   absl::StatusOr<std::vector<JobRecord>> ListUnfinishedJobs() override;
 
@@ -888,6 +905,23 @@ absl::StatusOr<JobRecord> SqliteTrajectoryStore::GetJob(std::string_view job_id)
   ASSIGN_OR_RETURN(bool found, st.Step());
   if (!found) return Annotate(JobNotFound(job_id), "GetJob");
   return ReadJobRow(st);
+}
+
+absl::StatusOr<std::optional<JobRecord>> SqliteTrajectoryStore::FindJobByClientRequestId(
+    std::string_view client_request_id) {
+  RETURN_IF_ERROR(Annotate(RequireNonEmpty("client_request_id", client_request_id),
+                           "FindJobByClientRequestId"));
+  ReadPool::Lease conn = readers_.Acquire();
+  // The repeated "<> ''" lets SQLite use the partial index.
+  ASSIGN_OR_RETURN(Statement st, (*conn).Prepare(fmt::format(
+                                     "SELECT {} FROM jobs WHERE client_request_id = ?1 AND "
+                                     "client_request_id <> ''",
+                                     kJobColumns)));
+  st.Bind(1, client_request_id);
+  ASSIGN_OR_RETURN(bool found, st.Step());
+  if (!found) return std::optional<JobRecord>();
+  ASSIGN_OR_RETURN(JobRecord j, ReadJobRow(st));
+  return std::optional<JobRecord>(std::move(j));
 }
 
 absl::StatusOr<std::vector<JobRecord>> SqliteTrajectoryStore::ListJobs(const JobFilter& filter) {

@@ -85,6 +85,9 @@ struct JobRecord {
   int64_t finished_wall_us = 0;  // 0 until terminal
   double budget_wall_s = 0;      // the wall-clock budget, 0 = none
   std::string error;             // why it failed / was interrupted
+  // SubmitJob's client_request_id ("" = none). A non-empty id names at most
+  // one job in the database (the idempotency key of submissions).
+  std::string client_request_id;
   // Maintained by the store from evaluations: best correct speedup so far and
   // the evaluation that achieved it (empty when none is correct yet).
   std::optional<double> best_speedup;
@@ -210,14 +213,23 @@ class TrajectoryStore {
   virtual absl::StatusOr<int> SchemaVersion() = 0;
 
   // --- jobs ---
-  // ALREADY_EXISTS when the id is taken. best_speedup/best_evaluation_id of
-  // `job` are ignored (the store maintains them).
+  // ALREADY_EXISTS when the id is taken, or when job.client_request_id is
+  // non-empty and another job already has it (the message then names
+  // client_request_id and that job). Empty client_request_ids never collide.
+  // best_speedup/best_evaluation_id of `job` are ignored (the store maintains
+  // them).
   virtual absl::Status CreateJob(const JobRecord& job) = 0;
   // Changes state (and started/finished times, error). Terminal states are final:
   // moving out of one is FAILED_PRECONDITION. wall_us = 0 means "now".
   virtual absl::Status UpdateJobState(std::string_view job_id, JobState state,
                                       std::string_view error = "", int64_t wall_us = 0) = 0;
   virtual absl::StatusOr<JobRecord> GetJob(std::string_view job_id) = 0;
+  // The job created with this non-empty client_request_id, or nullopt when
+  // there is none. Unlike Get*, absence is an ordinary answer here (the
+  // common case of a first submission), not NOT_FOUND; an empty id is
+  // INVALID_ARGUMENT (it never identifies a job).
+  virtual absl::StatusOr<std::optional<JobRecord>> FindJobByClientRequestId(
+      std::string_view client_request_id) = 0;
   virtual absl::StatusOr<std::vector<JobRecord>> ListJobs(const JobFilter& filter) = 0;
   // Jobs in queued or running state (for restart recovery).
   virtual absl::StatusOr<std::vector<JobRecord>> ListUnfinishedJobs() = 0;

@@ -221,6 +221,133 @@ TEST_F(StoreTest, ZeroCreatedTimeMeansNow) {
   EXPECT_EQ((*store)->GetJob(job.id)->created_wall_us, 1'800'000'000'000'000);
 }
 
+// SubmitJob's idempotency key: a non-empty client_request_id names at most one
+// job, durably; '' means "none" and never collides.
+TEST_F(StoreTest, ClientRequestIdIsUniqueWhenNonEmptyAndFound) {
+  JobRecord first = MakeJob();
+  first.client_request_id = "abc";
+  ASSERT_TRUE(store_->CreateJob(first).ok());
+  EXPECT_EQ(store_->GetJob(first.id)->client_request_id, "abc");
+
+  // Same id, another job: refused, naming the key and the job that holds it,
+  // and nothing is written.
+  JobRecord dup = MakeJob("alltoall");
+  dup.client_request_id = "abc";
+  absl::Status s = store_->CreateJob(dup);
+  EXPECT_TRUE(absl::IsAlreadyExists(s)) << s;
+  EXPECT_THAT(std::string(s.message()), HasSubstr("client_request_id"));
+  EXPECT_THAT(std::string(s.message()), HasSubstr(first.id));
+  EXPECT_TRUE(absl::IsNotFound(store_->GetJob(dup.id).status()));
+  EXPECT_EQ(CountRows("jobs"), 1);
+  // Ids are compared exactly.
+  dup.client_request_id = "ABC";
+  EXPECT_TRUE(store_->CreateJob(dup).ok());
+
+  // Empty ids never collide, with each other or with anything.
+  std::vector<std::string> anonymous;
+  for (int i = 0; i < 3; ++i) {
+    JobRecord j = MakeJob();
+    ASSERT_EQ(j.client_request_id, "");
+    ASSERT_TRUE(store_->CreateJob(j).ok());
+    EXPECT_EQ(store_->GetJob(j.id)->client_request_id, "");
+    anonymous.push_back(j.id);
+  }
+  EXPECT_EQ(CountRows("jobs"), 5);
+
+  auto found = store_->FindJobByClientRequestId("abc");
+  ASSERT_TRUE(found.ok()) << found.status();
+  ASSERT_TRUE(found->has_value());
+  EXPECT_EQ((*found)->id, first.id);
+  EXPECT_EQ((*found)->problem, "allreduce");
+  EXPECT_EQ((*found)->client_request_id, "abc");
+  EXPECT_EQ((*store_->FindJobByClientRequestId("ABC"))->id, dup.id);
+  // Absence is an answer, not an error; '' identifies nothing.
+  auto missing = store_->FindJobByClientRequestId("abd");
+  ASSERT_TRUE(missing.ok()) << missing.status();
+  EXPECT_FALSE(missing->has_value());
+  EXPECT_TRUE(absl::IsInvalidArgument(store_->FindJobByClientRequestId("").status()));
+  // ListJobs returns the key too.
+  JobFilter all;
+  auto listed = store_->ListJobs(all);
+  ASSERT_TRUE(listed.ok());
+  ASSERT_EQ(listed->size(), 5u);
+  EXPECT_EQ((*listed)[0].client_request_id, "abc");
+
+  // The key survives a reopen (what an orchestrator restart relies on) and
+  // still blocks a second job.
+  store_.reset();
+  auto reopened = TrajectoryStore::Open(path_);
+  ASSERT_TRUE(reopened.ok()) << reopened.status();
+  store_ = std::move(reopened).value();
+  EXPECT_EQ((*store_->FindJobByClientRequestId("abc"))->id, first.id);
+  JobRecord after = MakeJob();
+  after.client_request_id = "abc";
+  EXPECT_TRUE(absl::IsAlreadyExists(store_->CreateJob(after)));
+  EXPECT_EQ(CountRows("jobs"), 5);
+}
+
+// The unique index is the schema's own guarantee (for anything writing the
+// file directly): a second non-empty id is a constraint error, '' is not.
+TEST_F(StoreTest, ClientRequestIdUniqueIndexGuardsDirectWrites) {
+  JobRecord job = MakeJob();
+  job.client_request_id = "abc";
+  ASSERT_TRUE(store_->CreateJob(job).ok());
+  NewJob();  // client_request_id ''
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
+  auto insert = [&](const std::string& rid) {
+    std::string sql =
+        "INSERT INTO jobs (id, spec_json, problem, backend, world_size, dtype, agent_kind, state, "
+        "created_wall_us, client_request_id) VALUES ('" +
+        NewId("job") + "', '{}', 'p', 'host', 1, 'f32', 'search', 'queued', 1, '" + rid + "')";
+    return sqlite3_exec(db, sql.c_str(), nullptr, nullptr, nullptr);
+  };
+  EXPECT_EQ(insert("abc"), SQLITE_CONSTRAINT);
+  EXPECT_EQ(sqlite3_extended_errcode(db), SQLITE_CONSTRAINT_UNIQUE);
+  EXPECT_EQ(insert(""), SQLITE_OK);
+  EXPECT_EQ(insert(""), SQLITE_OK);
+  EXPECT_EQ(insert("xyz"), SQLITE_OK);
+  sqlite3_close(db);
+  EXPECT_EQ(CountRows("jobs"), 5);
+}
+
+// Many threads creating jobs with one client_request_id at once (so several
+// land in one group-commit batch): exactly one wins, the rest get
+// ALREADY_EXISTS alone and the batch's other writes go ahead.
+TEST_F(StoreTest, ConcurrentCreatesWithOneClientRequestIdStoreOneJob) {
+  constexpr int kThreads = 16;
+  std::atomic<int> created{0};
+  std::atomic<int> refused{0};
+  std::atomic<int> other{0};
+  std::vector<std::string> ids(kThreads);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      JobRecord j = MakeJob();
+      j.client_request_id = "same";
+      ids[t] = j.id;
+      absl::Status s = store_->CreateJob(j);
+      if (s.ok()) {
+        ++created;
+      } else if (absl::IsAlreadyExists(s)) {
+        ++refused;
+      } else {
+        ++other;
+      }
+      // An unrelated write in the same batches must not be affected.
+      if (!store_->CreateJob(MakeJob()).ok()) ++other;
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(created.load(), 1);
+  EXPECT_EQ(refused.load(), kThreads - 1);
+  EXPECT_EQ(other.load(), 0);
+  EXPECT_EQ(CountRows("jobs"), 1 + kThreads);
+  auto found = store_->FindJobByClientRequestId("same");
+  ASSERT_TRUE(found.ok() && found->has_value());
+  EXPECT_NE(std::find(ids.begin(), ids.end(), (*found)->id), ids.end());
+}
+
 TEST_F(StoreTest, UpdateJobStateSetsTimesAndTerminalIsFinal) {
   std::string id = NewJob();
   ASSERT_TRUE(store_->UpdateJobState(id, JobState::kRunning, "", 100).ok());
