@@ -136,7 +136,7 @@ int RunEval(const EvalOptions& o) {
         const auto eq = kv.find('=');
         int64_t v = 0;
         if (eq == std::string::npos || !absl::SimpleAtoi(kv.substr(eq + 1), &v))
-          return ReportStatus("eval", absl::InvalidArgumentError("--size: tiny, default or K=V,..."));
+          return ReportStatus("eval", absl::InvalidArgumentError("--size: tiny, default, large or K=V,..."));
         (*req.mutable_size()->mutable_dims()->mutable_values())[kv.substr(0, eq)] = v;
       }
     }
@@ -220,7 +220,7 @@ void RegisterEval(CLI::App& app, int* exit_code) {
   cmd->add_option("--backend", o->backend, "host | cuda")->check(CLI::IsMember({"host", "cuda"}))->capture_default_str();
   cmd->add_option("--world-size", o->world_size, "ranks")->capture_default_str();
   cmd->add_option("--dtype", o->dtype, "bf16 | f16 | f32 (default: the problem's)");
-  cmd->add_option("--size", o->size, "tiny | default | K=V,...");
+  cmd->add_option("--size", o->size, "tiny | default | large | K=V,...");
   cmd->add_option("--trials", o->trials, "correctness trials (0: default)");
   cmd->add_option("--iters", o->iters, "timed iterations (0: default)");
   cmd->add_option("--timeout", o->timeout_s, "seconds per phase (0: executor default)");

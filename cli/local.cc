@@ -385,7 +385,7 @@ void RegisterLocal(CLI::App& app, int* exit_code) {
   cmd->add_option("--backend", opts->backend, "host | cuda (default: cuda when a GPU is usable)")
       ->check(CLI::IsMember({"host", "cuda"}));
   cmd->add_option("--world-size", opts->world_size, "Ranks")->check(CLI::Range(1, 64));
-  cmd->add_option("--size", opts->size, "tiny | default")->capture_default_str();
+  cmd->add_option("--size", opts->size, "tiny | default | large")->capture_default_str();
   cmd->add_option("--dtype", opts->dtype, "bf16 | f16 | f32 (default: the problem's)");
   cmd->add_option("--max-evaluations", opts->max_evaluations, "Stop after this many evaluations (0: no limit)");
   cmd->add_option("--data-dir", opts->data_dir, "Where the database, cache, logs and sources go")

@@ -577,7 +577,7 @@ int Main(int argc, char** argv) {
   app.add_option("--world-size", o.world_size, "ranks per evaluation")->check(CLI::PositiveNumber);
   app.add_option("--problem", o.problem, "problem (the candidates are allreduce)")
       ->check(CLI::IsMember({"allreduce"}));
-  app.add_option("--size", o.size, "size preset")->check(CLI::IsMember({"tiny", "default"}));
+  app.add_option("--size", o.size, "size preset")->check(CLI::IsMember({"tiny", "default", "large"}));
   app.add_option("--mode", o.mode, "latency | duty | all")
       ->check(CLI::IsMember({"latency", "duty", "all"}));
   app.add_option("--evals", o.evals, "evaluations per latency case")->check(CLI::PositiveNumber);

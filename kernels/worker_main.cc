@@ -146,7 +146,7 @@ int main(int argc, char** argv) {
   launch->add_option("--backend", lo.backend, "host|cuda")->check(CLI::IsMember({"host", "cuda"}));
   launch->add_option("--world-size", lo.world_size, "ranks")->required();
   launch->add_option("--dtype", lo.dtype, "bf16|f16|f32")->check(CLI::IsMember({"bf16", "f16", "f32"}));
-  launch->add_option("--size", lo.size, "tiny|default|K=V,...");
+  launch->add_option("--size", lo.size, "tiny|default|large|K=V,...");
   launch->add_option("--trials", lo.trials, "correctness trials");
   launch->add_option("--warmup", lo.warmup, "warm-up iterations per side");
   launch->add_option("--iters", lo.iters, "timed iterations per side");
@@ -177,7 +177,7 @@ int main(int argc, char** argv) {
                     "folder with ref_cuda_<problem>.so (cuda) or naive_host_<problem>.so (host)")
       ->required();
   bench->add_option("--problems", bo.problems, "comma-separated (default: all)")->delimiter(',');
-  bench->add_option("--size", bo.size, "tiny|default|K=V,...");
+  bench->add_option("--size", bo.size, "tiny|default|large|K=V,...");
   bench->add_option("--dtype", bo.dtype, "bf16|f16|f32")->check(CLI::IsMember({"bf16", "f16", "f32"}));
   bench->add_option("--world-size", bo.world_size, "ranks");
   bench->add_option("--repeats", bo.repeats, "evaluations per problem");

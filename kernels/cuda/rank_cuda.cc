@@ -26,6 +26,7 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -57,7 +58,19 @@ int64_t AlignUp(int64_t v, int64_t a) { return (v + a - 1) / a * a; }
 
 // Longer than the host side of launching typical work (NCCL's enqueue path is
 // a few microseconds), short against any timed call's overhead budget.
-constexpr int64_t kLaunchAheadNs = 50'000;
+// PKFORGE_LAUNCH_AHEAD_US overrides it for measurements (0 = off; the same
+// environment reaches reference and candidate ranks).
+int64_t LaunchAheadNs() {
+  static const int64_t ns = [] {
+    const char* v = std::getenv("PKFORGE_LAUNCH_AHEAD_US");
+    if (v == nullptr || *v == '\0') return int64_t{50'000};
+    char* end = nullptr;
+    const long long us = std::strtoll(v, &end, 10);
+    if (*end != '\0' || us < 0 || us > 10'000) return int64_t{50'000};
+    return static_cast<int64_t>(us) * 1000;
+  }();
+  return ns;
+}
 
 // Sets rep->rc/message from a CUDA or NCCL error; returns true when failed.
 bool Failed(Reply* rep, cudaError_t e, const char* what) {
@@ -352,7 +365,8 @@ class CudaRank {
     // (which differs between processes: measured on an H200, the reference
     // process read ~2.3 us slower than an identical candidate without it).
     // Untimed; the same for reference and candidate.
-    if (Failed(rep, LaunchDelay(kLaunchAheadNs, stream_), "launch-ahead")) return;
+    if (LaunchAheadNs() > 0 && Failed(rep, LaunchDelay(LaunchAheadNs(), stream_), "launch-ahead"))
+      return;
     g_control->in_run[o_.rank].store(1);
     const int64_t t0 = MonotonicNs();
     // The candidate's calls form the NVTX range the executor's profiler

@@ -54,7 +54,8 @@ struct Problem {
   std::string_view category;  // collective | tp-fusion | ...
   std::vector<std::string> dims;
   Dims tiny;
-  Dims default_size;
+  Dims default_size;  // ParallelKernelBench's shapes (comparable numbers)
+  Dims large;         // bandwidth/compute-bound shapes (the "large" preset)
   int min_world = 1;
   int max_world = 8;
   std::vector<pkf_dtype> dtypes = {PKF_BF16, PKF_F16, PKF_F32};
@@ -77,7 +78,9 @@ absl::StatusOr<const Problem*> FindProblem(std::string_view name);
 std::string_view ProblemPrompt(std::string_view name);
 std::string_view ProblemReferenceSource(std::string_view name);
 
-// "tiny" | "default" | "K=V,K=V" (overrides on top of default).
+// "tiny" | "default" | "large" | "K=V,K=V" (overrides on top of default).
+// True for the names of the size presets every problem has.
+bool IsSizePreset(std::string_view size);
 absl::StatusOr<Dims> ResolveSize(const Problem& p, std::string_view size, int world);
 std::string DimsToString(const Dims& dims);
 

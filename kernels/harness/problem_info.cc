@@ -31,9 +31,9 @@ absl::StatusOr<std::string> SizeSpecToString(const Problem& p, const v1::SizeSpe
   switch (size.size_case()) {
     case v1::SizeSpec::SIZE_NOT_SET: return std::string("default");
     case v1::SizeSpec::kPreset:
-      if (size.preset() == "tiny" || size.preset() == "default") return size.preset();
+      if (IsSizePreset(size.preset())) return size.preset();
       return absl::InvalidArgumentError(
-          absl::StrCat("size.preset: '", size.preset(), "' is unknown (tiny, default)"));
+          absl::StrCat("size.preset: '", size.preset(), "' is unknown (tiny, default, large)"));
     case v1::SizeSpec::kDims: {
       if (size.dims().values().empty())
         return absl::InvalidArgumentError("size.dims: empty (give at least one dimension)");
@@ -67,6 +67,7 @@ absl::StatusOr<v1::ProblemInfo> DescribeProblem(const Problem& p,
   for (pkf_dtype d : p.dtypes) info.add_dtypes(ToProtoDtype(d));
   info.add_size_presets("tiny");
   info.add_size_presets("default");
+  info.add_size_presets("large");
   for (const auto& d : p.dims) info.add_dims(d);
   if (request.include_reference_source())
     info.set_reference_source(std::string(ProblemReferenceSource(p.name)));

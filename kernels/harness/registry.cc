@@ -34,12 +34,18 @@ absl::StatusOr<const Problem*> FindProblem(std::string_view name) {
 std::string_view ProblemPrompt(std::string_view name) { return EmbeddedPrompt(name); }
 std::string_view ProblemReferenceSource(std::string_view name) { return EmbeddedReference(name); }
 
+bool IsSizePreset(std::string_view size) {
+  return size == "tiny" || size == "default" || size == "large";
+}
+
 absl::StatusOr<Dims> ResolveSize(const Problem& p, std::string_view size, int world) {
   Dims dims;
   if (size.empty() || size == "default") {
     dims = p.default_size;
   } else if (size == "tiny") {
     dims = p.tiny;
+  } else if (size == "large") {
+    dims = p.large.empty() ? p.default_size : p.large;
   } else {
     dims = p.default_size;
     for (absl::string_view kv : absl::StrSplit(AsAbsl(size), ',')) {
@@ -47,7 +53,7 @@ absl::StatusOr<Dims> ResolveSize(const Problem& p, std::string_view size, int wo
       int64_t v = 0;
       if (parts.size() != 2 || !absl::SimpleAtoi(parts[1], &v))
         return absl::InvalidArgumentError(
-            fmt::format("bad size '{}': want tiny, default or K=V,...", size));
+            fmt::format("bad size '{}': want tiny, default, large or K=V,...", size));
       if (std::find(p.dims.begin(), p.dims.end(), parts[0]) == p.dims.end())
         return absl::InvalidArgumentError(
             fmt::format("problem {} has no dimension '{}'", p.name, parts[0]));

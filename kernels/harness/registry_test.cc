@@ -33,13 +33,43 @@ TEST(Registry, TwelveProblemsEachResolvesTinyAtEveryWorldSize) {
 }
 
 TEST(Registry, ExplicitDimsOverrideAndValidate) {
-  const Problem* p = *FindProblem("gemm_allreduce");
+  const Problem* p = *FindProblem("allgather_gemm");
   auto d = ResolveSize(*p, "M=4,N=8,K=16", 4);
   ASSERT_TRUE(d.ok());
   EXPECT_EQ(d->at("K"), 16);
+  EXPECT_EQ(d->at("M"), 4);
   EXPECT_FALSE(ResolveSize(*p, "K=15", 4).ok());     // not divisible
+  // gemm_allreduce's K is per rank (ParallelKernelBench): any K at any world.
+  EXPECT_TRUE(ResolveSize(**FindProblem("gemm_allreduce"), "K=15", 4).ok());
   EXPECT_FALSE(ResolveSize(*p, "Q=3", 4).ok());      // unknown dim
   EXPECT_FALSE(ResolveSize(*p, "tiny", 9).ok());     // world out of range
+}
+
+TEST(Registry, DefaultsFollowParallelKernelBenchAndLargeIsBigger) {
+  // ParallelKernelBench: 1024 x 1024 per rank for every problem, K = 512 for
+  // the GEMMs, at every world size (utils/input_output_tensors.py).
+  for (const Problem* p : Problems()) {
+    for (int w : {1, 2, 4, 8}) {
+      auto def = ResolveSize(*p, "default", w);
+      ASSERT_TRUE(def.ok()) << p->name << " w=" << w << ": " << def.status();
+      EXPECT_EQ(def->at("M"), 1024) << p->name;
+      for (const char* dim : {"N", "HL"}) {
+        if (def->count(dim)) {
+          EXPECT_EQ(def->at(dim), 1024) << p->name << " " << dim;
+        }
+      }
+      if (def->count("K")) {
+        EXPECT_EQ(def->at("K"), 512) << p->name;
+      }
+      auto large = ResolveSize(*p, "large", w);
+      ASSERT_TRUE(large.ok()) << p->name << " w=" << w << ": " << large.status();
+      ASSERT_FALSE(p->large.empty()) << p->name;
+      EXPECT_EQ(*large, p->large) << p->name;
+      EXPECT_GE(p->cost(*large, w, 2).hbm_bytes, 8 * p->cost(*def, w, 2).hbm_bytes) << p->name;
+    }
+  }
+  EXPECT_TRUE(IsSizePreset("large"));
+  EXPECT_FALSE(IsSizePreset("huge"));
 }
 
 TEST(HostMath, RoundsToNearestEvenLikeCuda) {

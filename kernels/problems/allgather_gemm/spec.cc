@@ -26,7 +26,8 @@ Cost CostOf(const Dims& d, int n, int64_t es) {
 const Problem kAllgatherGemmProblem = {
     .name = "allgather_gemm", .category = "tp-fusion", .dims = {"M", "N", "K"},
     .tiny = {{"M", 8}, {"N", 16}, {"K", 48}},
-    .default_size = {{"M", 8192}, {"N", 8192}, {"K", 8192}},
+    .default_size = {{"M", 1024}, {"N", 1024}, {"K", 512}},
+    .large = {{"M", 8192}, {"N", 8192}, {"K", 8192}},
     .validate = Validate, .spec = Spec, .tolerance = Tol, .cost = CostOf,
     .host_reference = pkf_ref_allgather_gemm_run};
 }  // namespace pkforge::kernels

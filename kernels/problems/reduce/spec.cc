@@ -17,7 +17,8 @@ Cost CostOf(const Dims& d, int n, int64_t es) {
 }  // namespace
 const Problem kReduceProblem = {
     .name = "reduce", .category = "collective", .dims = {"M", "N"},
-    .tiny = {{"M", 3}, {"N", 37}}, .default_size = {{"M", 8192}, {"N", 8192}},
+    .tiny = {{"M", 3}, {"N", 37}}, .default_size = {{"M", 1024}, {"N", 1024}},
+    .large = {{"M", 8192}, {"N", 8192}},
     .validate = RequirePositive, .spec = Spec, .tolerance = WorldSumTolerance, .cost = CostOf,
     .host_reference = pkf_ref_reduce_run};
 }  // namespace pkforge::kernels

@@ -17,7 +17,8 @@ Cost CostOf(const Dims& d, int n, int64_t es) {
 }  // namespace
 const Problem kScatterProblem = {
     .name = "scatter", .category = "collective", .dims = {"M", "N"},
-    .tiny = {{"M", 3}, {"N", 37}}, .default_size = {{"M", 2048}, {"N", 8192}},
+    .tiny = {{"M", 3}, {"N", 37}}, .default_size = {{"M", 1024}, {"N", 1024}},
+    .large = {{"M", 2048}, {"N", 8192}},
     .validate = RequirePositive, .spec = Spec, .tolerance = ExactTolerance, .cost = CostOf,
     .host_reference = pkf_ref_scatter_run};
 }  // namespace pkforge::kernels

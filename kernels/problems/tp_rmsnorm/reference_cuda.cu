@@ -42,7 +42,7 @@ __global__ void pkf_scale(const void* x, const void* w, void* y, pkf_dtype dt, i
   const int64_t n = rows * hl;
   for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
     const int64_t m = i / hl, c = i % hl;
-    const float scale = 1.0f / sqrtf(ss[m] / h + 1e-6f);
+    const float scale = 1.0f / sqrtf(ss[m] / h + 1e-5f);
     pkf_dstore(y, dt, i, pkf_dload(x, dt, i) * scale * pkf_dload(w, dt, c));
   }
 }

@@ -1,6 +1,6 @@
 // tp_rmsnorm host reference: hidden dimension H is sharded across ranks;
 // ss[m] = sum over ranks and local columns of x^2 (f32, an allreduce of sums
-// of squares), y = x * rsqrt(ss[m] / H + 1e-6) * w.
+// of squares), y = x * rsqrt(ss[m] / H + 1e-5) * w.
 #include <math.h>
 
 #include "pkforge/candidate.h"
@@ -22,7 +22,7 @@ extern "C" int pkf_run(pkf_context* ctx, const pkf_tensor* in, int32_t n_in, pkf
         const float v = pkf_load(peer[j][0], dt, m * hl + c);
         ss += v * v;
       }
-    const float scale = 1.0f / sqrtf(ss / h + 1e-6f);
+    const float scale = 1.0f / sqrtf(ss / h + 1e-5f);
     for (int64_t c = 0; c < hl; ++c)
       pkf_store(out[0].data, dt, m * hl + c,
                 pkf_load(in[0].data, dt, m * hl + c) * scale * pkf_load(in[1].data, dt, c));

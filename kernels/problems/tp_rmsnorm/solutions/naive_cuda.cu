@@ -1,4 +1,4 @@
-// tp_rmsnorm naive cuda solution: y = x * rsqrt(mean of x^2 over the full row + 1e-6) * w.
+// tp_rmsnorm naive cuda solution: y = x * rsqrt(mean of x^2 over the full row + 1e-5) * w.
 // Every rank copies its inputs into its symmetric scratch, meets its peers at
 // the host barrier and then reads their inputs through the peer mappings
 // (one thread per output element, f32 accumulation in the host oracle's order).
@@ -14,7 +14,7 @@ __global__ void k(pkf_cu_peers x, const void* xl, const void* wt, int w, void* y
         const float v = pkf_dload(x.p[j], dt, m * hl + q);
         ss += v * v;
       }
-    const float scale = 1.0f / sqrtf(ss / (float)(hl * w) + 1e-6f);
+    const float scale = 1.0f / sqrtf(ss / (float)(hl * w) + 1e-5f);
     pkf_dstore(y, dt, i, pkf_dload(xl, dt, i) * scale * pkf_dload(wt, dt, c));
   }
 }
