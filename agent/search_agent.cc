@@ -78,6 +78,8 @@ class SearchAgent final : public Agent {
                               eta, first_timed, max_timed);
     std::vector<int> rung_configs(order.begin(), order.begin() + plan.front().configs);
     int64_t timed = first_timed;
+    const double wall_s = spec.budget().wall_seconds();
+    bool sized_by_wall = !(wall_s > 0);  // nothing to adapt to without a wall budget
     for (int rung = 0; !rung_configs.empty(); ++rung) {
       if (auto stop = ctx_.CheckStop(/*starting_turn=*/true)) return ctx_.Finish(*stop);
       const int32_t iters = static_cast<int32_t>(std::min<int64_t>(timed, max_timed));
@@ -86,6 +88,7 @@ class SearchAgent final : public Agent {
                                                   "{} timed iterations",
                                                   rung, rung_configs.size(), iters)));
       std::vector<std::optional<double>> speedups(rung_configs.size());
+      const int64_t rung_start_ms = ctx_.Now().elapsed_ms;
       for (size_t next = 0; next < rung_configs.size();) {
         if (auto stop = ctx_.CheckStop(/*starting_turn=*/false)) return ctx_.Finish(*stop);
         const int k = static_cast<int>(std::min<size_t>(parallel, rung_configs.size() - next));
@@ -95,6 +98,14 @@ class SearchAgent final : public Agent {
         });
         for (const auto& s : fatal) RETURN_IF_ERROR(s);
         next += k;
+        if (!sized_by_wall) {
+          sized_by_wall = true;
+          ASSIGN_OR_RETURN(size_t n0,
+                           FitFirstRungToWall(turn.id, rung_start_ms, next, wall_s, parallel, eta,
+                                              first_timed, max_timed, rung_configs.size()));
+          rung_configs.resize(n0);
+          speedups.resize(n0);
+        }
       }
       if (rung_configs.size() == 1) break;  // the winner has its precise measurement
       std::vector<int> ranked;
@@ -117,6 +128,36 @@ class SearchAgent final : public Agent {
   }
 
  private:
+  // With a wall budget, after the first batch of rung 0: how many of rung 0's
+  // `n0` configurations to keep so that the whole halving schedule fits in
+  // the time left at the measured time per batch (80% of it, since later
+  // rungs time more iterations). Without this a large space spends the whole
+  // budget on rung 0 and never refines its measurements.
+  absl::StatusOr<size_t> FitFirstRungToWall(const std::string& turn_id, int64_t start_ms,
+                                            size_t done, double wall_s, int parallel, int32_t eta,
+                                            int32_t first_timed, int32_t max_timed, size_t n0) {
+    if (done >= n0) return n0;
+    const int64_t now_ms = ctx_.Now().elapsed_ms;
+    const double batch_ms = static_cast<double>(std::max<int64_t>(1, now_ms - start_ms));
+    const double left_ms = wall_s * 1000.0 - static_cast<double>(now_ms);
+    const double batches = std::max(0.0, 0.8 * left_ms / batch_ms);
+    int64_t affordable = static_cast<int64_t>(done) + static_cast<int64_t>(batches) * parallel;
+    const int32_t max_evals = ctx_.spec().budget().max_evaluations();
+    if (max_evals > 0) affordable = std::min<int64_t>(affordable, max_evals);
+    affordable = std::clamp<int64_t>(affordable, 1, INT32_MAX);
+    const std::vector<HalvingRung> plan =
+        PlanSuccessiveHalving(static_cast<int32_t>(space_.size()), static_cast<int32_t>(affordable),
+                              eta, first_timed, max_timed);
+    const size_t fitted = std::max<size_t>(done, static_cast<size_t>(plan.front().configs));
+    if (fitted >= n0) return n0;
+    RETURN_IF_ERROR(ctx_.Log(
+        turn_id, "info",
+        fmt::format("wall budget: {:.0f} ms per batch of {}, {:.1f} s left: rung 0 narrowed from "
+                    "{} to {} configurations so the halving can finish",
+                    batch_ms, parallel, left_ms / 1000.0, n0, fitted)));
+    return fitted;
+  }
+
   absl::Status EvaluateConfig(const std::string& turn_id, int config, int32_t timed_iters,
                               std::optional<double>* speedup) {
     if (!ctx_.TryReserveEvaluation()) return absl::OkStatus();

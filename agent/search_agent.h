@@ -11,6 +11,9 @@
 //   (EvalSettings.timed_iters, or SearchOptions::min_timed_iters when 0).
 //   With max_evaluations E set, n0 = min(space, max(1, E * (eta-1) / eta)) so
 //   the whole schedule (n0 + n0/eta + ...) fits in E; otherwise n0 = space.
+//   With a wall budget, after rung 0's first batch the agent measures the
+//   time per batch and narrows n0 so the whole schedule fits in 80% of the
+//   time left (logged), so a large space still reaches its final rung.
 // - Each next rung keeps the ceil(n/eta) fastest correct configurations of the
 //   previous one and re-evaluates them with eta times the timed iterations
 //   (capped at max_timed_iters), so the final choice rests on the most

@@ -140,6 +140,27 @@ TEST_F(SearchAgentTest, RespectsTheEvaluationBudgetAndRunsInParallel) {
   EXPECT_EQ(sink_.evaluation_starts().size(), static_cast<size_t>(r->evaluations));
 }
 
+TEST_F(SearchAgentTest, WallBudgetNarrowsTheFirstRungSoTheHalvingFinishes) {
+  // 16 configurations at 200 ms each: 16 + 6 + 2 + 1 evaluations (5 s) do not
+  // fit in 4 s, so without narrowing the budget ends during rung 1. Narrowed
+  // to fit 80% of the time left (~15 evaluations: 9 + 3 + 1), it finishes.
+  FakeEvaluator eval(ModelSpeedup);
+  eval.set_latency_ms(200);
+  v1::JobSpec spec = Spec();
+  spec.mutable_budget()->set_wall_seconds(4);
+  auto r = Run(spec, &eval);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->stop_reason, "nothing left to try");
+  EXPECT_LT(r->evaluations, 16);
+  EXPECT_GE(r->evaluations, 7);
+  ASSERT_GE(sink_.turns().size(), 3u);
+  bool narrowed = false;
+  for (const auto& l : sink_.logs())
+    narrowed |= l.text.find("rung 0 narrowed from 16 to") != std::string::npos;
+  EXPECT_TRUE(narrowed);
+  ASSERT_TRUE(r->best_speedup.has_value());
+}
+
 TEST_F(SearchAgentTest, CudaSpaceSearchesAllProblems) {
   for (const char* p : {"allreduce", "allgather", "reducescatter"}) {
     FakeEvaluator eval;
