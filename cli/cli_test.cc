@@ -135,6 +135,27 @@ TEST_F(CliTest, LocalRunsASearchJobEndToEndAndStopsItsChildren) {
   EXPECT_NE(ps.out.find("none"), std::string::npos) << ps.out;
 }
 
+// The human-readable result: every line the README promises, and a plateau
+// line that always says something definite.
+TEST_F(CliTest, LocalPrintsAReadableResult) {
+  const std::string data = (dir_ / "data-text").string();
+  CmdResult r = Pkforge("local --backend host --problem allreduce --world-size 2 --size tiny "
+                        "--budget 120s --max-evaluations 3 --data-dir " + data +
+                        " 2>/dev/null; echo rc=$?");
+  ASSERT_NE(r.out.find("rc=0"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("== result of job"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("best speedup"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("of the roofline"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("best source " + data), std::string::npos) << r.out;
+  const size_t at = r.out.find("  plateau: ");
+  ASSERT_NE(at, std::string::npos) << r.out;
+  const std::string line = r.out.substr(at, r.out.find('\n', at) - at);
+  EXPECT_TRUE(line.find("no further gain") != std::string::npos ||
+              line.find("no plateau detected") != std::string::npos)
+      << line;
+  EXPECT_NE(line.back(), ' ') << line;
+}
+
 TEST_F(CliTest, JobsListsFromDatabaseFile) {
   Populate();
   CmdResult r = Pkforge("jobs --db " + db_ + " --json");

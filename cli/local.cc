@@ -357,6 +357,8 @@ int RunLocal(const LocalOptions& o) {
       if (jp.has_plateau_onset_s())
         line += fmt::format("no further gain above {:.0f}% after {:.1f} s", 100 * plateau.epsilon(),
                             jp.plateau_onset_s());
+      else
+        line += "no plateau detected (still improving too close to the end to tell)";
       std::printf("%s\n", line.c_str());
     }
     std::printf("  database %s (try: pkforge trajectory %s --db %s)\n", (data / "pkforge.db").string().c_str(),
