@@ -35,10 +35,12 @@ namespace {
 namespace v1 = ::pkforge::v1;
 using Result = v1::EvaluationResult;
 
-// Input sets rotated through so timed calls read cold data: enough to cover
-// 3x the last-level cache, as ParallelKernelBench does (its cap is 128 too).
-// With PKB's default 1024 x 1024 shapes (2-4 MiB per set) an H200's 50 MiB L2
-// needs ~40 sets; a cap of 8 left the data L2-resident.
+// Input sets rotated through: enough to cover 3x the last-level cache, as
+// ParallelKernelBench does (its cap is 128 too), so no call finds another
+// call's data cached. With PKB's default 1024 x 1024 shapes (2-4 MiB per set)
+// an H200's 60 MiB L2 needs ~45 sets. (Each call's own set is regenerated
+// just before it, so a set that fits in L2 is warm for both sides alike; see
+// docs/performance.md on the L2 flush that was tried.)
 constexpr int kMaxInputSets = 128;
 constexpr uint64_t kFlagCount = 1024;
 // cuda: longest a device-wide synchronize may take right after a call

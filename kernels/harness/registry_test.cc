@@ -3,6 +3,7 @@
 
 #include "gtest/gtest.h"
 #include "kernels/harness/problem.h"
+#include "kernels/harness/problem_info.h"
 #include "kernels/harness/protocol.h"
 #include "kernels/harness/rng.h"
 #include "kernels/problems/common/host_math.h"
@@ -70,6 +71,17 @@ TEST(Registry, DefaultsFollowParallelKernelBenchAndLargeIsBigger) {
   }
   EXPECT_TRUE(IsSizePreset("large"));
   EXPECT_FALSE(IsSizePreset("huge"));
+  // What the executor and the orchestrator accept over gRPC.
+  const Problem& ar = **FindProblem("allreduce");
+  v1::SizeSpec size;
+  size.set_preset("large");
+  EXPECT_EQ(*SizeSpecToString(ar, size), "large");
+  size.set_preset("huge");
+  EXPECT_FALSE(SizeSpecToString(ar, size).ok());
+  v1::ListProblemsRequest req;
+  auto info = DescribeProblem(ar, req);
+  ASSERT_TRUE(info.ok());
+  EXPECT_EQ(info->size_presets_size(), 3);
 }
 
 TEST(HostMath, RoundsToNearestEvenLikeCuda) {
