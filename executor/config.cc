@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <vector>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -49,7 +50,54 @@ std::string FindTool(const std::string& name, const fs::path& self_dir) {
   return "";
 }
 
+// Version directories such as "2025.3.1" compare numerically, part by part.
+std::vector<int> VersionParts(const std::string& name) {
+  std::vector<int> v;
+  for (absl::string_view part : absl::StrSplit(name, absl::ByAnyChar(".-_"), absl::SkipEmpty())) {
+    int n = 0;
+    if (absl::SimpleAtoi(part, &n)) v.push_back(n);
+  }
+  return v;
+}
+
 }  // namespace
+
+std::string ResolveNcu(const std::string& path, const std::vector<std::string>& install_roots) {
+  std::error_code ec;
+  const fs::path canonical = fs::weakly_canonical(path, ec);
+  if (ec) return path;
+  std::ifstream f(canonical, std::ios::binary);
+  char magic[2] = {};
+  if (!f.read(magic, 2) || magic[0] != '#' || magic[1] != '!') return canonical.string();
+  // The CUDA toolkit's bin/ncu is a shell script that looks for the newest
+  // Nsight Compute at run time (/opt/nvidia/nsight-compute/<version>/ or
+  // <toolkit>/nsight-compute-<version>/). The sandbox binds paths, so the
+  // executor runs that install's own ncu and binds its directory.
+  std::vector<fs::path> roots;
+  for (const auto& r : install_roots) roots.emplace_back(r);
+  const fs::path toolkit = canonical.parent_path().parent_path();
+  roots.push_back(toolkit);
+  fs::path best;
+  std::vector<int> best_version;
+  for (const fs::path& root : roots) {
+    const bool in_toolkit = root == toolkit;
+    for (fs::directory_iterator it(root, ec), end; !ec && it != end; it.increment(ec)) {
+      const std::string name = it->path().filename().string();
+      const std::string prefix = "nsight-compute";
+      if (in_toolkit && name.rfind(prefix, 0) != 0) continue;
+      const fs::path ncu = it->path() / "ncu";
+      if (access(ncu.c_str(), X_OK) != 0) continue;
+      std::vector<int> version = VersionParts(in_toolkit ? name.substr(prefix.size()) : name);
+      if (best.empty() || version > best_version) {
+        best = ncu;
+        best_version = version;
+      }
+    }
+    ec.clear();
+  }
+  if (best.empty()) return canonical.string();
+  return fs::weakly_canonical(best, ec).string();
+}
 
 absl::Status MergeConfigFile(const std::string& path, ExecutorConfig* c) {
   std::ifstream in(path);
@@ -195,6 +243,11 @@ absl::Status Finalize(ExecutorConfig* c, const std::string& self_exe) {
     c->library_path = joined;
   }
   if (c->ncu_path.empty()) c->ncu_path = FindTool("ncu", "/nonexistent");
+  if (!c->ncu_path.empty()) {
+    const std::string resolved = ResolveNcu(c->ncu_path, {"/opt/nvidia/nsight-compute"});
+    if (resolved != c->ncu_path) spdlog::info("ncu: {} runs {}", c->ncu_path, resolved);
+    c->ncu_path = resolved;
+  }
   if (c->sanitizer_path.empty()) c->sanitizer_path = FindTool("compute-sanitizer", "/nonexistent");
   // A tool that is present but broken (e.g. the toolkit's ncu wrapper without
   // Nsight Compute installed) counts as absent: requests then get a clear

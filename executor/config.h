@@ -81,6 +81,13 @@ absl::Status MergeConfigFile(const std::string& path, ExecutorConfig* config);
 // binary (for tools next to it).
 absl::Status Finalize(ExecutorConfig* config, const std::string& self_exe);
 
+// The Nsight Compute binary to run for `path`: `path` itself (canonical)
+// unless it is the CUDA toolkit's wrapper script, which picks an install at
+// run time; then the newest `<root>/<version>/ncu` under `install_roots` or
+// `<toolkit>/nsight-compute-<version>/ncu`. The sandbox binds the returned
+// file's directory, which a wrapper script would leave unreachable.
+std::string ResolveNcu(const std::string& path, const std::vector<std::string>& install_roots);
+
 // True for 127.0.0.0/8, ::1, localhost and unix: addresses.
 bool IsLoopbackAddress(const std::string& host_port);
 

@@ -74,5 +74,38 @@ TEST(Metrics, RendersPrometheusText) {
   EXPECT_NE(text.find("lat_count 3\n"), std::string::npos) << text;
 }
 
+// The toolkit's bin/ncu is a wrapper script that finds Nsight Compute at run
+// time; inside the sandbox only bound paths exist, so the executor must run
+// (and bind) the newest install itself. Layout as on the GPU host:
+// /usr/local/cuda-13.0/bin/ncu (script), /opt/nvidia/nsight-compute/2025.3.1/ncu.
+TEST(Config, NcuWrapperScriptResolvesToTheNewestInstall) {
+  const fs::path root = fs::temp_directory_path() / ("ncu_layout_" + std::to_string(getpid()));
+  fs::remove_all(root);
+  auto exe = [](const fs::path& p, const std::string& text) {
+    fs::create_directories(p.parent_path());
+    std::ofstream(p) << text;
+    fs::permissions(p, fs::perms::owner_all);
+  };
+  exe(root / "cuda-13.0/bin/ncu", "#!/bin/sh\nexec /opt/nvidia/nsight-compute/x/ncu \"$@\"\n");
+  exe(root / "opt/2025.3.1/ncu", "\x7f" "ELF");
+  exe(root / "opt/2025.10.0/ncu", "\x7f" "ELF");  // newer: 10 > 3 although "1" < "3"
+  fs::create_directories(root / "opt/2026.1.0");   // no ncu inside: ignored
+  const std::string opt = (root / "opt").string();
+  EXPECT_EQ(ResolveNcu((root / "cuda-13.0/bin/ncu").string(), {opt}),
+            fs::canonical(root / "opt/2025.10.0/ncu").string());
+  // An install inside the toolkit counts too, compared by version.
+  exe(root / "cuda-13.0/nsight-compute-2026.2.0/ncu", "\x7f" "ELF");
+  EXPECT_EQ(ResolveNcu((root / "cuda-13.0/bin/ncu").string(), {opt}),
+            fs::canonical(root / "cuda-13.0/nsight-compute-2026.2.0/ncu").string());
+  // A real binary is kept as it is; so is a script with no install anywhere.
+  EXPECT_EQ(ResolveNcu((root / "opt/2025.3.1/ncu").string(), {opt}),
+            fs::canonical(root / "opt/2025.3.1/ncu").string());
+  fs::remove_all(root / "opt");
+  fs::remove_all(root / "cuda-13.0/nsight-compute-2026.2.0");
+  EXPECT_EQ(ResolveNcu((root / "cuda-13.0/bin/ncu").string(), {opt}),
+            fs::canonical(root / "cuda-13.0/bin/ncu").string());
+  fs::remove_all(root);
+}
+
 }  // namespace
 }  // namespace pkforge::executor

@@ -222,8 +222,6 @@ TEST_F(ExecutorGpuTest, ProfileSummaryNamesTheCandidatesKernels) {
     GTEST_SKIP() << "Nsight Compute unavailable on this host: " << st.error_message();
   ASSERT_EQ(prof.status(), Result::OK) << prof.message();
   ASSERT_TRUE(prof.has_profile());
-  if (prof.profile().error().find("not installed") != std::string::npos)
-    GTEST_SKIP() << "Nsight Compute is not installed on this host: " << prof.profile().error();
   std::cout << "profile: error='" << prof.profile().error() << "'\n" << prof.profile().text() << "\n";
   EXPECT_TRUE(prof.profile().error().empty()) << prof.profile().error();
   ASSERT_GT(prof.profile().kernels_size(), 0);

@@ -38,7 +38,12 @@ Runtime::Runtime(const ExecutorConfig& config, const sandbox::Sandbox* sandbox)
     add(std::string(dir));
   add(config.kernels_include);
   for (const auto& d : config.extra_include_dirs) add(d);
-  if (!config.ncu_path.empty()) add(fs::path(config.ncu_path).parent_path().parent_path().string());
+  if (!config.ncu_path.empty()) {
+    // An Nsight Compute install keeps its libraries beside ncu (target/,
+    // host/, sections/); a toolkit's bin/ncu needs the toolkit root.
+    const fs::path dir = fs::path(config.ncu_path).parent_path();
+    add(dir.filename() == "bin" ? dir.parent_path().string() : dir.string());
+  }
   ro_paths_.assign(ro.begin(), ro.end());
 
   base_env_ = {"PATH=/usr/local/cuda/bin:/usr/bin:/bin", "HOME=/tmp", "TMPDIR=/tmp", "LANG=C.UTF-8",

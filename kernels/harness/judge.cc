@@ -218,9 +218,13 @@ bool Judge::Spawn() {
     std::string upper = name;
     std::transform(upper.begin(), upper.end(), upper.begin(), ::toupper);
     // The sandbox scrubs the environment; this is a second line of defence.
-    if (upper.find("KEY") != std::string::npos || upper.find("TOKEN") != std::string::npos ||
-        upper.find("SECRET") != std::string::npos || upper.find("PASSWORD") != std::string::npos)
-      continue;
+    // NVIDIA tools' own variables pass (ncu and compute-sanitizer follow the
+    // process tree through NV_* variables).
+    const bool nvidia_tool = name.rfind("NV_", 0) == 0;
+    const bool secret_like =
+        upper.find("KEY") != std::string::npos || upper.find("TOKEN") != std::string::npos ||
+        upper.find("SECRET") != std::string::npos || upper.find("PASSWORD") != std::string::npos;
+    if (secret_like && !nvidia_tool) continue;
     if (Cuda() && (name == "NCCL_NVLS_ENABLE" || name == "NCCL_RUNTIME_CONNECT")) continue;
     env.push_back(kv);
   }
