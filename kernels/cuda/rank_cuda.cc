@@ -192,11 +192,9 @@ class CudaRank {
       cudaIpcMemHandle_t h;
       if (Failed(rep, cudaIpcGetMemHandle(&h, data_), "cudaIpcGetMemHandle data")) return;
       std::memcpy(mailbox_ + o_.rank * 64, &h, sizeof h);
+    } else {
+      if (Failed(rep, cudaMalloc(&snapshot_, std::max<int64_t>(out_bytes_, 256)), "snapshot")) return;
     }
-    // Both sides make the same device allocations in the same order (the
-    // candidate's snapshot is never used), so the implementation's own
-    // allocations (cuBLAS workspace, temporaries) land alike in both processes.
-    if (Failed(rep, cudaMalloc(&snapshot_, std::max<int64_t>(out_bytes_, 256)), "snapshot")) return;
     // Symmetric scratch + signal pad, zeroed, exported to the side's peers.
     const size_t pad = o_.flag_count * sizeof(uint32_t);
     if (Failed(rep, cudaMalloc(&scratch_mem_, o_.scratch_bytes + pad), "cudaMalloc scratch")) return;

@@ -218,8 +218,8 @@ bool Judge::Spawn() {
     std::string upper = name;
     std::transform(upper.begin(), upper.end(), upper.begin(), ::toupper);
     // The sandbox scrubs the environment; this is a second line of defence.
-    // NVIDIA tools' own variables pass (ncu and compute-sanitizer follow the
-    // process tree through NV_* variables).
+    // NVIDIA tools' own variables pass: ncu follows the process tree through
+    // NV_* variables, NV_TPS_LAUNCH_TOKEN among them (seen on the H200 host).
     const bool nvidia_tool = name.rfind("NV_", 0) == 0;
     const bool secret_like =
         upper.find("KEY") != std::string::npos || upper.find("TOKEN") != std::string::npos ||
