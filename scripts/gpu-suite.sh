@@ -3,8 +3,8 @@
 # (scripts/bundle.sh here, then on the host: scripts/gpu-suite.sh OUTDIR [part]).
 #   part "tests":  ctest -L gpu (every gpu-labelled test), then the harness
 #                  benchmarks at world size = every GPU of the host:
-#                  identical-candidate fidelity (20 evaluations of six
-#                  problems) and every cuda reference's bus bandwidth/roofline
+#                  identical-candidate fidelity (20 evaluations of every
+#                  problem) and every cuda reference's bus bandwidth/roofline
 #                  at the default and large sizes
 #   part "bench":  the executor benchmark (latency breakdown, duty cycle) and a
 #                  `pkforge local` search job on the cuda backend
@@ -34,6 +34,9 @@ if [[ "$PART" == tests || "$PART" == all ]]; then
   # shellcheck disable=SC2086
   step fidelity 300 $W --world-size "$NGPU" --size default --repeats 20 \
     --problems allreduce,allgather,gemm_allreduce,tp_rmsnorm,allgather_gemm,gemm_reducescatter
+  # shellcheck disable=SC2086
+  step fidelity_collectives 300 $W --world-size "$NGPU" --size default --repeats 20 \
+    --problems reducescatter,alltoall,broadcast,reduce,gather,scatter
   # shellcheck disable=SC2086
   step busbw 200 $W --world-size "$NGPU" --size default --repeats 3
   # shellcheck disable=SC2086
