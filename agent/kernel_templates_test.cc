@@ -369,6 +369,43 @@ TEST(KernelTemplates, HostTemplateReportsTooSmallScratch) {
             std::string::npos);
 }
 
+// At world size 1 every problem here is y = x: a template must copy directly,
+// without staging through the scratch or meeting at a barrier (the expert's
+// special case; at world size 1 NCCL does the same). With no scratch at all,
+// a template that still stages would fail with "returned 3" (no scratch).
+TEST(KernelTemplates, WorldSizeOneCopiesWithoutScratchOrBarrier) {
+  TempDir dir;
+  for (const char* p : kProblems) {
+    KernelParams k = SearchSpace(p, v1::BACKEND_HOST)[0];
+    auto src = GenerateKernel(p, v1::BACKEND_HOST, k);
+    ASSERT_TRUE(src.ok()) << src.status();
+    const fs::path cc = dir.path() / fmt::format("{}_solo.cc", p);
+    WriteFile(cc, *src);
+    const std::string so = (dir.path() / fmt::format("{}_solo.so", p)).string();
+    auto r = Sh(fmt::format("{} -std=c++20 -O2 -shared -fPIC -I{} {} -o {}", PKFORGE_CXX,
+                            PKFORGE_KERNELS_INCLUDE, cc.string(), so));
+    ASSERT_EQ(r.code, 0) << r.out;
+    for (pkf_dtype dt : {PKF_F32, PKF_BF16}) {
+      EXPECT_EQ(RunHost(so, "pkf_run", p, dt, 1, 1237, 0), "") << p << " dtype " << dt;
+    }
+    // The same template still needs its scratch with peers.
+    EXPECT_NE(RunHost(so, "pkf_run", p, PKF_F32, 2, 1237, 0).find("returned 3"),
+              std::string::npos)
+        << p;
+    // The cuda form has the same special case, with this variant's copy.
+    for (const auto& cuda_params : SearchSpace(p, v1::BACKEND_CUDA)) {
+      auto cu = GenerateKernel(p, v1::BACKEND_CUDA, cuda_params);
+      ASSERT_TRUE(cu.ok()) << cu.status();
+      const bool ce = cuda_params.algorithm == "copy_engine";
+      EXPECT_NE(cu->find("if (w == 1) {"), std::string::npos);
+      const char* copy =
+          ce ? "return cudaMemcpyAsync(yv, xv, nin * es" : "return LaunchCopy(segs, 1";
+      EXPECT_NE(cu->find(copy), std::string::npos)
+          << p << " " << cuda_params.Describe(v1::BACKEND_CUDA);
+    }
+  }
+}
+
 // The harness itself must catch wrong answers, or the test above proves
 // nothing: a candidate that copies its input instead of summing fails.
 TEST(KernelTemplates, HarnessRejectsWrongCandidate) {
