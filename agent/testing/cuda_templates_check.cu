@@ -150,8 +150,13 @@ std::string RunCase(const Syms& s, const std::string& problem, pkf_dtype dt, int
       std::vector<char> host(in_n * es);
       for (int it = 0; it < 2 && rcs[r] == 0; ++it) {
         for (long i = 0; i < in_n; ++i) Put(dt, host, i, Input(dt, it, r, i));
-        CK(cudaMemcpy(in[r], host.data(), in_n * es, cudaMemcpyHostToDevice));
-        CK(cudaMemset(out[r], 0xff, out_n * es));  // poison
+        // Inputs and poison on the call's own stream, finished before the
+        // call: cudaMemset runs on the legacy stream, which a non-blocking
+        // stream does not wait for (a copy that starts at once, as at world
+        // size 1, raced it and read back poison).
+        CK(cudaMemcpyAsync(in[r], host.data(), in_n * es, cudaMemcpyHostToDevice, st));
+        CK(cudaMemsetAsync(out[r], 0xff, out_n * es, st));  // poison
+        CK(cudaStreamSynchronize(st));
         pkf_tensor tin{in[r], dt, 1, {in_n}};
         pkf_tensor tout{out[r], dt, 1, {out_n}};
         g_phase[r] = 10 * it + 1;  // launching
