@@ -42,6 +42,9 @@
 // which also loads every kernel pkf_run may launch: CUDA loads kernels lazily
 // on first launch, and a load can wait for the context's running kernels, so
 // a first launch behind a spinning barrier could deadlock.
+// World size 1: every problem here is y = x, so every template copies directly
+// (copy_engine: cudaMemcpyAsync; the others: the vectorized copy kernel with
+// their knobs; host: memcpy), without the scratch or a barrier.
 // Not covered: TMA and multimem (NVLS) mechanisms and compute overlap.
 //
 // Threading: pure functions; safe from any thread.
