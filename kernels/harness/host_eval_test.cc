@@ -128,6 +128,19 @@ TEST(HostEval, CrashOnOneRankIsRuntimeErrorNamingTheRank) {
   EXPECT_NE(l.result.message().find("candidate rank 2"), std::string::npos);
 }
 
+// The judge drops secret-looking variables (API keys, tokens) from the rank
+// processes' environment, a second line of defence behind the sandbox, but
+// lets NVIDIA tools' NV_* plumbing through (ncu's NV_TPS_LAUNCH_TOKEN).
+TEST(HostEval, OperatorSecretsNeverReachTheCandidateButToolVariablesDo) {
+  setenv("PKF_TEST_OPENAI_API_KEY", "sk-planted-secret", 1);
+  setenv("NV_TPS_LAUNCH_TOKEN", "Interactive Profile", 1);
+  Launched l = Launch("allreduce", "cheat_read_env_secret", 2);
+  unsetenv("PKF_TEST_OPENAI_API_KEY");
+  unsetenv("NV_TPS_LAUNCH_TOKEN");
+  EXPECT_EQ(l.result.status(), Result::OK) << Describe(l);
+  EXPECT_EQ(l.raw.find("sk-planted-secret"), std::string::npos);
+}
+
 TEST(HostEval, DeadlockIsTimeoutNamingPhaseAndStuckRank) {
   Launched l = Launch("allreduce", "cheat_deadlock", 3, "--timeout 2");
   ASSERT_EQ(l.result.status(), Result::TIMEOUT) << Describe(l);
