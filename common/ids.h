@@ -6,7 +6,16 @@
 // `pkforge jobs` listings in order, and they are unguessable enough that a
 // client cannot enumerate other users' jobs by counting.
 //
-// Thread safety: NewId may be called from any thread.
+// Within one process NewId(prefix) ids are strictly increasing in call order:
+// an id made in the same millisecond as the previous one (or after the system
+// clock stepped back) continues from it by a random step of 1..2^32
+// (monotonic ULIDs), so "ORDER BY id" is creation order even for jobs created
+// in one millisecond. NewId(prefix, wall_us) keeps a separate sequence: ids at
+// the same explicit millisecond as the previous explicit one continue from it,
+// any other time starts afresh, and explicit times never move the system-clock
+// sequence. Across processes, order is by millisecond only.
+//
+// Thread safety: NewId may be called from any thread (a mutex per sequence).
 #pragma once
 
 #include <cstdint>
