@@ -17,6 +17,13 @@
 // and with a copy kernel, before and after the helper opens its handle.
 // Prints each median and its ratio to the private destination's.
 //
+// Second table, "input residency": how fast a kernel reads a buffer that was
+// just written (untimed, synchronized) by a kernel, by cudaMemcpyAsync (the
+// copy engine), or by a kernel followed by a read of 2x L2 of other data (a
+// flush). The harness used to write the candidate's inputs with a copy and
+// the reference's with a kernel; this shows whether that alone starts the
+// candidate's call colder.
+//
 // Usage: ipc_copy_bench [--bytes N] [--reps N]   (needs one GPU)
 #include <cuda_runtime.h>
 #include <sys/wait.h>
@@ -72,6 +79,58 @@ float MedianUs(cudaStream_t st, void* dst, const void* src, size_t bytes, bool k
     float ms = 0;
     CHECK(cudaEventElapsedTime(&ms, a, b));
     if (i >= 20) v.push_back(ms * 1000.0f);  // first 20: warm-up
+  }
+  CHECK(cudaEventDestroy(a));
+  CHECK(cudaEventDestroy(b));
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+__global__ void FillKernel(int4* d, size_t n, int v) {
+  for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<size_t>(gridDim.x) * blockDim.x)
+    d[i] = make_int4(v, v + 1, v + 2, v + 3);
+}
+
+// Reads every element; writes only when the xor hits a value it never does,
+// so the compiler keeps the loads and the sink stays untouched.
+__global__ void ReadKernel(const int4* s, size_t n, int* sink) {
+  int acc = 0;
+  for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<size_t>(gridDim.x) * blockDim.x) {
+    const int4 x = s[i];
+    acc ^= x.x ^ x.y ^ x.z ^ x.w;
+  }
+  if (acc == 0x7f3a5c91) *sink = acc;
+}
+
+enum class Prep { kKernelWrite, kCopyWrite, kKernelWriteThenFlush };
+
+// Median time of a timed read of `buf` after preparing it as `prep` (untimed,
+// synchronized), harness-style (spin, events).
+float ReadAfterUs(cudaStream_t st, void* buf, const void* src, size_t bytes, Prep prep, int reps,
+                  long long spin_cycles, void* flush, size_t flush_bytes, int* sink) {
+  cudaEvent_t a, b;
+  CHECK(cudaEventCreate(&a));
+  CHECK(cudaEventCreate(&b));
+  std::vector<float> v;
+  for (int i = 0; i < reps + 20; ++i) {
+    if (prep == Prep::kCopyWrite)
+      CHECK(cudaMemcpyAsync(buf, src, bytes, cudaMemcpyDeviceToDevice, st));
+    else
+      FillKernel<<<264, 512, 0, st>>>(static_cast<int4*>(buf), bytes / sizeof(int4), i);
+    if (prep == Prep::kKernelWriteThenFlush)
+      ReadKernel<<<528, 512, 0, st>>>(static_cast<const int4*>(flush), flush_bytes / sizeof(int4),
+                                      sink);
+    CHECK(cudaStreamSynchronize(st));
+    Spin<<<1, 1, 0, st>>>(spin_cycles);
+    CHECK(cudaEventRecord(a, st));
+    ReadKernel<<<264, 512, 0, st>>>(static_cast<const int4*>(buf), bytes / sizeof(int4), sink);
+    CHECK(cudaEventRecord(b, st));
+    CHECK(cudaEventSynchronize(b));
+    float ms = 0;
+    CHECK(cudaEventElapsedTime(&ms, a, b));
+    if (i >= 20) v.push_back(ms * 1000.0f);
   }
   CHECK(cudaEventDestroy(a));
   CHECK(cudaEventDestroy(b));
@@ -160,6 +219,28 @@ int main(int argc, char** argv) {
           kernel ? "copy kernel" : "cudaMemcpyAsync", p, e, e / p,
           round == 0 ? "to-be-opened" : "peer-opened", o, o / p, b, b / p);
     }
+  }
+  {
+    int l2 = 0;
+    CHECK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, 0));
+    const size_t flush_bytes = std::max<size_t>(2 * static_cast<size_t>(l2), 16u << 20);
+    void* flush = nullptr;
+    int* sink = nullptr;
+    CHECK(cudaMalloc(&flush, flush_bytes));
+    CHECK(cudaMemset(flush, 3, flush_bytes));
+    CHECK(cudaMalloc(&sink, sizeof(int)));
+    const float k = ReadAfterUs(st, priv, src, bytes, Prep::kKernelWrite, reps, spin_cycles, flush,
+                                flush_bytes, sink);
+    const float c = ReadAfterUs(st, priv, src, bytes, Prep::kCopyWrite, reps, spin_cycles, flush,
+                                flush_bytes, sink);
+    const float f = ReadAfterUs(st, priv, src, bytes, Prep::kKernelWriteThenFlush, reps,
+                                spin_cycles, flush, flush_bytes, sink);
+    std::printf(
+        "input residency: timed read of %zu bytes just written by a kernel %6.2f | by "
+        "cudaMemcpyAsync %6.2f (%.3f) | by a kernel, then %zu MiB read (L2 flush) %6.2f (%.3f)\n",
+        bytes, k, c, c / k, flush_bytes >> 20, f, f / k);
+    CHECK(cudaFree(flush));
+    CHECK(cudaFree(sink));
   }
   const char x = 0;
   (void)!write(to_child[1], &x, 1);
