@@ -53,6 +53,7 @@ struct BenchOptions {
   int world_size = 1;
   int repeats = 20;
   bool json = false;
+  bool positions = false;
 };
 
 double Quantile(std::vector<double> v, double q) {
@@ -87,6 +88,9 @@ int Bench(const BenchOptions& b) {
     lo.candidate = fmt::format("{}/{}_{}.so", b.candidates,
                                b.backend == "cuda" ? "ref_cuda" : "naive_host", name);
     std::vector<double> secs, speedups, ref_us, busbw, roof;
+    // Timed samples by position in the ABBA pair: iteration k runs the
+    // reference first when k is even ([0] first, [1] second).
+    std::vector<double> ref_pos[2], cand_pos[2];
     int not_ok = 0;
     std::string last_error;
     for (int i = 0; i < b.repeats; ++i) {
@@ -103,6 +107,10 @@ int Bench(const BenchOptions& b) {
         continue;
       }
       speedups.push_back(r->speedup());
+      for (int k = 0; k < r->reference().samples_us_size(); ++k)
+        ref_pos[k % 2].push_back(r->reference().samples_us(k));
+      for (int k = 0; k < r->candidate().samples_us_size(); ++k)
+        cand_pos[(k + 1) % 2].push_back(r->candidate().samples_us(k));
       ref_us.push_back(r->reference().median_us());
       busbw.push_back(r->roofline().reference_bus_gbps());
       roof.push_back(100 * r->roofline().reference_fraction());
@@ -127,6 +135,17 @@ int Bench(const BenchOptions& b) {
                  name, eval_s, sp, p95, mn, mx, Quantile(ref_us, 0.5), Quantile(busbw, 0.5),
                  Quantile(roof, 0.5),
                  not_ok ? fmt::format("  ({} of {} not OK: {})", not_ok, b.repeats, last_error) : "");
+    }
+    if (b.positions && !ref_pos[0].empty() && !ref_pos[1].empty()) {
+      // Pooled medians over every evaluation: a side that is slower only
+      // when it runs second (or first) points at state the other side or the
+      // input refresh leaves behind, not at the code.
+      const double rf = Quantile(ref_pos[0], 0.5), rs = Quantile(ref_pos[1], 0.5),
+                   cf = Quantile(cand_pos[0], 0.5), cs = Quantile(cand_pos[1], 0.5);
+      fmt::print("{:<20} by position (us): ref first {:.2f}, ref second {:.2f} | cand first {:.2f}, "
+                 "cand second {:.2f} | ref first / cand second {:.3f}, ref second / cand first "
+                 "{:.3f}\n",
+                 "", rf, rs, cf, cs, rf / cs, rs / cf);
     }
     fflush(stdout);
   }
@@ -182,6 +201,8 @@ int main(int argc, char** argv) {
   bench->add_option("--world-size", bo.world_size, "ranks");
   bench->add_option("--repeats", bo.repeats, "evaluations per problem");
   bench->add_flag("--json", bo.json, "one JSON object per problem");
+  bench->add_flag("--positions", bo.positions,
+                  "also print median times by position in the ABBA pair (diagnostic)");
 
   CLI11_PARSE(app, argc, argv);
   if (*bench) return Bench(bo);

@@ -38,6 +38,10 @@ cudaError_t CompareOutputs(const void* actual, const void* expected, pkf_dtype d
 // A one-thread kernel that keeps `stream` busy for about `ns` nanoseconds
 // (launch-ahead: see Run in rank_cuda.cc).
 cudaError_t LaunchDelay(int64_t ns, cudaStream_t stream);
+// Reads all `bytes` of `p` (into L2 and the TLBs of this context); `sink` is
+// device memory that is practically never written (see TouchKernel).
+cudaError_t TouchBuffer(const void* p, int64_t bytes, unsigned long long* sink,
+                        cudaStream_t stream);
 
 // Number of bytes that differ.
 cudaError_t CountDiffBytes(const void* a, const void* b, int64_t bytes, const DeviceScratch& s,

@@ -84,6 +84,15 @@ bool GenCandByCopy() {
   return copy;
 }
 
+// PKFORGE_TOUCH=0: no untimed read of the call's tensors before it (A/B).
+bool TouchBeforeRun() {
+  static const bool on = [] {
+    const char* v = std::getenv("PKFORGE_TOUCH");
+    return v == nullptr || std::string_view(v) != "0";
+  }();
+  return on;
+}
+
 // Sets rep->rc/message from a CUDA or NCCL error; returns true when failed.
 bool Failed(Reply* rep, cudaError_t e, const char* what) {
   if (e == cudaSuccess) return false;
@@ -384,6 +393,17 @@ class CudaRank {
     // (which differs between processes: measured on an H200, the reference
     // process read ~2.3 us slower than an identical candidate without it).
     // Untimed; the same for reference and candidate.
+    // Touch: every input and output of the call is read once in this
+    // process's GPU context first, so both sides start from the same cache
+    // and TLB state for the call's tensors whichever context ran last
+    // (docs/performance.md, "context switches"). Untimed; PKFORGE_TOUCH=0
+    // turns it off for measurements.
+    if (TouchBeforeRun()) {
+      for (const auto* v : {&in_, &out_})
+        for (const Placed& p : *v)
+          if (Failed(rep, TouchBuffer(At(data_, slot, p), p.bytes, scratch_.words, stream_), "touch"))
+            return;
+    }
     if (LaunchAheadNs() > 0 && Failed(rep, LaunchDelay(LaunchAheadNs(), stream_), "launch-ahead"))
       return;
     g_control->in_run[o_.rank].store(1);

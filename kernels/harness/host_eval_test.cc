@@ -259,5 +259,35 @@ TEST(HostEval, ListPrintsTheRegistry) {
   EXPECT_NE(resp.problems(0).statement_markdown().find("allreduce"), std::string::npos);
 }
 
+// The harness benchmark with the position diagnostic: one row per problem and
+// a "by position" line with four positive medians whose ratios are the ones
+// printed (to the rounding of the printed times; it reads the per-iteration
+// samples in ABBA order).
+TEST(HostEval, BenchPrintsSpeedupAndTimesByPosition) {
+  FILE* f = popen(fmt::format("{} bench --backend host --candidates {} --world-size 2 --size tiny "
+                              "--repeats 2 --problems allreduce --positions 2>&1",
+                              PKF_WORKER, PKF_CANDIDATES)
+                      .c_str(),
+                  "r");
+  std::string raw;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, f)) > 0) raw.append(buf, n);
+  ASSERT_EQ(pclose(f), 0) << raw;
+  ASSERT_NE(raw.find("\nallreduce "), std::string::npos) << raw;
+  const size_t at = raw.find("by position (us): ");
+  ASSERT_NE(at, std::string::npos) << raw;
+  double rf = 0, rs = 0, cf = 0, cs = 0, r1 = 0, r2 = 0;
+  ASSERT_EQ(std::sscanf(raw.c_str() + at,
+                        "by position (us): ref first %lf, ref second %lf | cand first %lf, cand "
+                        "second %lf | ref first / cand second %lf, ref second / cand first %lf",
+                        &rf, &rs, &cf, &cs, &r1, &r2),
+            6)
+      << raw;
+  for (double v : {rf, rs, cf, cs}) EXPECT_GT(v, 0) << raw;
+  EXPECT_NEAR(r1, rf / cs, 0.002 + 0.01 * r1) << raw;
+  EXPECT_NEAR(r2, rs / cf, 0.002 + 0.01 * r2) << raw;
+}
+
 }  // namespace
 }  // namespace pkforge::kernels

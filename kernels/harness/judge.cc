@@ -12,10 +12,12 @@
 #include <cerrno>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <map>
 #include <sstream>
+#include <string_view>
 #include <thread>
 
 #include "common/sha256.h"
@@ -46,6 +48,16 @@ constexpr uint64_t kFlagCount = 1024;
 // cuda: longest a device-wide synchronize may take right after a call
 // returned (judge's clock, including one command round trip).
 constexpr int64_t kLingerLimitNs = 5'000'000;
+
+// PKFORGE_CONTEXT_SWITCH=0 turns off the candidate-context command before
+// reference-first timed pairs (Timing), for A/B measurements.
+bool ContextSwitchBeforeTimed() {
+  static const bool on = [] {
+    const char* v = std::getenv("PKFORGE_CONTEXT_SWITCH");
+    return v == nullptr || std::string_view(v) != "0";
+  }();
+  return on;
+}
 
 struct Proc {
   bool ref = false;
@@ -767,6 +779,15 @@ bool Judge::Timing() {
     // ABBA order: whichever side runs first after the input refresh gets no
     // systematic advantage (position effects cancel in the medians).
     const bool ref_first = (i % 2) == 0;
+    // cuda: the input refresh ran in the reference ranks' GPU contexts, so a
+    // reference call right after it would be the only timed call not
+    // preceded by a context switch. An untimed command in the candidate's
+    // context (re-poisoning its outputs, which Generate already did) puts
+    // every timed call of both sides after a switch. A candidate that skips
+    // it only leaves the reference the advantage.
+    if (ref_first && Cuda() && ContextSwitchBeforeTimed() &&
+        !Round(cands_, kOpPoison, s, 0, ph, &r))
+      return false;
     for (int k = 0; k < 2; ++k) {
       if ((k == 0) == ref_first) {
         if (!TimedRun(refs_, s, ph, &r, &wall)) return false;
