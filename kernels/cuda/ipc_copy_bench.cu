@@ -60,20 +60,20 @@ __global__ void CopyKernel(const int4* s, int4* d, size_t n) {
     d[i] = s[i];
 }
 
-float MedianUs(cudaStream_t st, void* dst, const void* src, size_t bytes, bool kernel, int reps,
-               long long spin_cycles) {
+// Median over `reps` calls (after 20 warm-up calls) of `body(i)` timed like a
+// harness call: a ~50 us spin kernel, start event, body, stop event,
+// synchronize. `prepare(i)` runs before each, untimed.
+template <typename Prepare, typename Body>
+float TimedMedianUs(cudaStream_t st, int reps, long long spin_cycles, Prepare prepare, Body body) {
   cudaEvent_t a, b;
   CHECK(cudaEventCreate(&a));
   CHECK(cudaEventCreate(&b));
   std::vector<float> v;
   for (int i = 0; i < reps + 20; ++i) {
+    prepare(i);
     Spin<<<1, 1, 0, st>>>(spin_cycles);
     CHECK(cudaEventRecord(a, st));
-    if (kernel)
-      CopyKernel<<<264, 512, 0, st>>>(static_cast<const int4*>(src), static_cast<int4*>(dst),
-                                      bytes / sizeof(int4));
-    else
-      CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, st));
+    body(i);
     CHECK(cudaEventRecord(b, st));
     CHECK(cudaEventSynchronize(b));
     float ms = 0;
@@ -84,6 +84,19 @@ float MedianUs(cudaStream_t st, void* dst, const void* src, size_t bytes, bool k
   CHECK(cudaEventDestroy(b));
   std::sort(v.begin(), v.end());
   return v[v.size() / 2];
+}
+
+float MedianUs(cudaStream_t st, void* dst, const void* src, size_t bytes, bool kernel, int reps,
+               long long spin_cycles) {
+  return TimedMedianUs(
+      st, reps, spin_cycles, [](int) {},
+      [&](int) {
+        if (kernel)
+          CopyKernel<<<264, 512, 0, st>>>(static_cast<const int4*>(src), static_cast<int4*>(dst),
+                                          bytes / sizeof(int4));
+        else
+          CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, st));
+      });
 }
 
 __global__ void FillKernel(int4* d, size_t n, int v) {
@@ -107,35 +120,24 @@ __global__ void ReadKernel(const int4* s, size_t n, int* sink) {
 enum class Prep { kKernelWrite, kCopyWrite, kKernelWriteThenFlush };
 
 // Median time of a timed read of `buf` after preparing it as `prep` (untimed,
-// synchronized), harness-style (spin, events).
+// synchronized).
 float ReadAfterUs(cudaStream_t st, void* buf, const void* src, size_t bytes, Prep prep, int reps,
                   long long spin_cycles, void* flush, size_t flush_bytes, int* sink) {
-  cudaEvent_t a, b;
-  CHECK(cudaEventCreate(&a));
-  CHECK(cudaEventCreate(&b));
-  std::vector<float> v;
-  for (int i = 0; i < reps + 20; ++i) {
-    if (prep == Prep::kCopyWrite)
-      CHECK(cudaMemcpyAsync(buf, src, bytes, cudaMemcpyDeviceToDevice, st));
-    else
-      FillKernel<<<264, 512, 0, st>>>(static_cast<int4*>(buf), bytes / sizeof(int4), i);
-    if (prep == Prep::kKernelWriteThenFlush)
-      ReadKernel<<<528, 512, 0, st>>>(static_cast<const int4*>(flush), flush_bytes / sizeof(int4),
-                                      sink);
-    CHECK(cudaStreamSynchronize(st));
-    Spin<<<1, 1, 0, st>>>(spin_cycles);
-    CHECK(cudaEventRecord(a, st));
-    ReadKernel<<<264, 512, 0, st>>>(static_cast<const int4*>(buf), bytes / sizeof(int4), sink);
-    CHECK(cudaEventRecord(b, st));
-    CHECK(cudaEventSynchronize(b));
-    float ms = 0;
-    CHECK(cudaEventElapsedTime(&ms, a, b));
-    if (i >= 20) v.push_back(ms * 1000.0f);
-  }
-  CHECK(cudaEventDestroy(a));
-  CHECK(cudaEventDestroy(b));
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
+  return TimedMedianUs(
+      st, reps, spin_cycles,
+      [&](int i) {
+        if (prep == Prep::kCopyWrite)
+          CHECK(cudaMemcpyAsync(buf, src, bytes, cudaMemcpyDeviceToDevice, st));
+        else
+          FillKernel<<<264, 512, 0, st>>>(static_cast<int4*>(buf), bytes / sizeof(int4), i);
+        if (prep == Prep::kKernelWriteThenFlush)
+          ReadKernel<<<528, 512, 0, st>>>(static_cast<const int4*>(flush),
+                                          flush_bytes / sizeof(int4), sink);
+        CHECK(cudaStreamSynchronize(st));
+      },
+      [&](int) {
+        ReadKernel<<<264, 512, 0, st>>>(static_cast<const int4*>(buf), bytes / sizeof(int4), sink);
+      });
 }
 
 bool ReadAll(int fd, void* p, size_t n) {

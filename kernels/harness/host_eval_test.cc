@@ -27,6 +27,23 @@ struct Launched {
   std::string raw;
 };
 
+// Runs `cmd` through the shell; its exit status (as pclose returns it) and
+// everything it printed on stdout.
+struct Captured {
+  int status = -1;
+  std::string output;
+};
+Captured RunCapture(const std::string& cmd) {
+  Captured c;
+  FILE* f = popen(cmd.c_str(), "r");
+  if (f == nullptr) return c;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, f)) > 0) c.output.append(buf, n);
+  c.status = pclose(f);
+  return c;
+}
+
 Launched Launch(const std::string& problem, const std::string& candidate, int world,
                 const std::string& extra = "", const std::string& dtype = "bf16") {
   const std::string cmd = fmt::format(
@@ -37,11 +54,9 @@ Launched Launch(const std::string& problem, const std::string& candidate, int wo
       candidate);
   Launched l;
   const auto t0 = std::chrono::steady_clock::now();
-  FILE* f = popen(cmd.c_str(), "r");
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, f)) > 0) l.raw.append(buf, n);
-  const int st = pclose(f);
+  const Captured run = RunCapture(cmd);
+  l.raw = run.output;
+  const int st = run.status;
   l.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   l.exit_code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
   auto s = google::protobuf::util::JsonStringToMessage(l.raw, &l.result);
@@ -233,12 +248,7 @@ TEST(CudaBackend, NoGpuIsAClearErrorNotACrash) {
   const std::string cmd = fmt::format(
       "{} launch --problem allreduce --backend cuda --world-size 1 --size tiny {}/naive_host_allreduce.so 2>&1",
       PKF_WORKER, PKF_CANDIDATES);
-  FILE* f = popen(cmd.c_str(), "r");
-  std::string raw;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, f)) > 0) raw.append(buf, n);
-  const int st = pclose(f);
+  const auto [st, raw] = RunCapture(cmd);
   ASSERT_TRUE(WIFEXITED(st)) << raw;  // not killed by a signal
   EXPECT_EQ(WEXITSTATUS(st), 2) << raw;  // invalid request, like any unusable backend
   EXPECT_NE(raw.find("backend cuda"), std::string::npos) << raw;
@@ -247,12 +257,8 @@ TEST(CudaBackend, NoGpuIsAClearErrorNotACrash) {
 }
 
 TEST(HostEval, ListPrintsTheRegistry) {
-  FILE* f = popen(fmt::format("{} list --json", PKF_WORKER).c_str(), "r");
-  std::string raw;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, f)) > 0) raw.append(buf, n);
-  EXPECT_EQ(pclose(f), 0);
+  const auto [st, raw] = RunCapture(fmt::format("{} list --json", PKF_WORKER));
+  EXPECT_EQ(st, 0);
   pkforge::v1::ListProblemsResponse resp;
   ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(raw, &resp).ok());
   EXPECT_EQ(resp.problems_size(), 12);
@@ -264,16 +270,11 @@ TEST(HostEval, ListPrintsTheRegistry) {
 // printed (to the rounding of the printed times; it reads the per-iteration
 // samples in ABBA order).
 TEST(HostEval, BenchPrintsSpeedupAndTimesByPosition) {
-  FILE* f = popen(fmt::format("{} bench --backend host --candidates {} --world-size 2 --size tiny "
-                              "--repeats 2 --problems allreduce --positions 2>&1",
-                              PKF_WORKER, PKF_CANDIDATES)
-                      .c_str(),
-                  "r");
-  std::string raw;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, f)) > 0) raw.append(buf, n);
-  ASSERT_EQ(pclose(f), 0) << raw;
+  const auto [st, raw] = RunCapture(
+      fmt::format("{} bench --backend host --candidates {} --world-size 2 --size tiny "
+                  "--repeats 2 --problems allreduce --positions 2>&1",
+                  PKF_WORKER, PKF_CANDIDATES));
+  ASSERT_EQ(st, 0) << raw;
   ASSERT_NE(raw.find("\nallreduce "), std::string::npos) << raw;
   const size_t at = raw.find("by position (us): ");
   ASSERT_NE(at, std::string::npos) << raw;
