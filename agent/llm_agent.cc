@@ -31,6 +31,8 @@ double Score(const v1::EvaluationResult& r) {
       return -2;
     case v1::EvaluationResult::CHEAT_DETECTED:
       return -3;
+    case v1::EvaluationResult::HARNESS_ERROR:  // not the candidate's doing
+      return -2;
     default:  // COMPILE_ERROR, unknown
       return -4;
   }

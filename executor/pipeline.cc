@@ -69,6 +69,7 @@ const char* StatusLabel(Result::Status s) {
     case Result::TIMEOUT: return "TIMEOUT";
     case Result::WRONG_OUTPUT: return "WRONG_OUTPUT";
     case Result::CHEAT_DETECTED: return "CHEAT_DETECTED";
+    case Result::HARNESS_ERROR: return "HARNESS_ERROR";
     default: return "UNSPECIFIED";
   }
 }

@@ -12,6 +12,7 @@
 #include "CLI/CLI.hpp"
 #include "fmt/format.h"
 #include "google/protobuf/util/json_util.h"
+#include "kernels/harness/result_frame.h"
 #include "kernels/harness/judge.h"
 #include "kernels/harness/problem.h"
 #include "kernels/harness/problem_info.h"
@@ -171,6 +172,10 @@ int main(int argc, char** argv) {
   launch->add_option("--iters", lo.iters, "timed iterations per side");
   launch->add_option("--timeout", lo.timeout_s, "seconds per phase");
   launch->add_flag("--json", json, "print the result as proto3 JSON");
+  bool result_key_stdin = false;
+  launch->add_flag("--result-key-stdin", result_key_stdin,
+                   "read a key (hex) from stdin first; print the result as one framed, "
+                   "authenticated record (harness/result_frame.h; what the executor uses)");
   launch->add_option("--forbid", lo.forbid, "extra forbidden calls for the static scan")->delimiter(',');
   launch->add_option("--outlive-delay-ms", lo.outlive_delay_ms, "delay before re-reading outputs");
   launch->add_option("--reveal-seeds-after", lo.reveal_seeds_file,
@@ -208,12 +213,22 @@ int main(int argc, char** argv) {
   if (*bench) return Bench(bo);
   if (*rank) return RankMain(ro);
   if (*list) return List(list_json);
+  std::string key;
+  if (result_key_stdin) {
+    // Before any rank exists (the stdin pipe is empty once we have read it).
+    std::getline(std::cin, key);
+    if (key.size() < 32) {
+      fmt::print(stderr, "pkforge-worker: --result-key-stdin: no key on stdin\n");
+      return 2;
+    }
+  }
   auto result = Evaluate(lo);
   if (!result.ok()) {
     fmt::print(stderr, "pkforge-worker: {}\n", std::string(result.status().message()));
     return 2;
   }
-  if (json) std::cout << ResultToJson(*result) << std::endl;
+  if (result_key_stdin) std::cout << FrameResult(ResultToJson(*result), key) << std::flush;
+  else if (json) std::cout << ResultToJson(*result) << std::endl;
   else std::cout << ResultToText(*result);
   return result->status() == pkforge::v1::EvaluationResult::OK ? 0 : 1;
 }

@@ -37,6 +37,7 @@
 #include "kernels/cuda/device_ops.h"
 #include "kernels/cuda/probe_cuda.h"
 #include "kernels/cuda/references.h"
+#include "kernels/harness/containment.h"
 #include "kernels/harness/protocol.h"
 #include "kernels/harness/rank.h"
 #include "kernels/harness/rank_flags.h"
@@ -151,28 +152,55 @@ class CudaRank {
       peer_mailbox_ = static_cast<char*>(*peer);
     }
 
+    if (!ref_) {
+      // Before any candidate code is loaded; the hello is the one reply of
+      // this process the judge can trust. (Reference ranks become
+      // non-dumpable at the end of their setup, once CUDA and NCCL are up and
+      // before any seed arrives.)
+      Reply hello;
+      std::memset(&hello, 0, sizeof hello);
+      hello.op = kOpHello;
+      if (auto st = HardenCandidateProcess(); !st.ok()) {
+        hello.rc = kRcHarness;
+        snprintf(hello.message, sizeof hello.message, "%s", std::string(st.message()).c_str());
+      }
+      WriteReply(&hello);
+      if (hello.rc != 0) return 2;
+    }
+
     Cmd cmd;
     while (ReadFull(kFdCmd, &cmd, sizeof cmd)) {
       if (cmd.magic != kMagic) return 4;
       Reply rep;
       std::memset(&rep, 0, sizeof rep);
       rep.op = cmd.op;
-      const bool needs_slot = cmd.op != kOpSetup && cmd.op != kOpExit && cmd.op != kOpSync;
-      if ((needs_slot && static_cast<int>(cmd.slot) >= o_.slots) ||
-          (cmd.op != kOpSetup && cmd.op != kOpExit && !ready_)) {
+      const bool needs_slot = cmd.op != kOpSetup && cmd.op != kOpExit && cmd.op != kOpSync &&
+                              cmd.op != kOpIdle;
+      bool bad = cmd.count < 1 || cmd.count > static_cast<uint32_t>(o_.slots) ||
+                 cmd.ring > static_cast<uint32_t>(o_.slots);
+      for (uint32_t k = 0; needs_slot && !bad && k < cmd.count; ++k)
+        bad = static_cast<int>(cmd.SlotAt(k)) >= o_.slots;
+      if ((needs_slot && bad) || (cmd.op != kOpSetup && cmd.op != kOpExit && !ready_)) {
         rep.rc = -1;
-        snprintf(rep.message, sizeof rep.message, "bad command %u (slot %u)", cmd.op, cmd.slot);
+        snprintf(rep.message, sizeof rep.message, "bad command %u (slot %u count %u)", cmd.op,
+                 cmd.slot, cmd.count);
         WriteReply(&rep);
         continue;
       }
       switch (cmd.op) {
         case kOpSetup: Setup(&rep); break;
-        case kOpGen: Gen(cmd.slot, cmd.seed, &rep); break;
+        case kOpGen:
+          for (uint32_t k = 0; k < cmd.count && rep.rc == 0; ++k)
+            Gen(cmd.SlotAt(k), BatchSeed(cmd.seed, k), &rep);
+          break;
         case kOpRun: Run(cmd.slot, &rep); break;
-        case kOpCheck: Check(cmd.slot, &rep); break;
+        case kOpBatch: Batch(cmd, &rep); break;
+        case kOpCheck: Check(cmd, &rep); break;
         case kOpDigest: Digest(cmd.slot, &rep); break;
-        case kOpSnapshot: Snapshot(cmd.slot, &rep); break;
+        case kOpSnapshot: Snapshot(cmd, &rep); break;
         case kOpSnapCompare: SnapCompare(cmd.slot, &rep); break;
+        case kOpPoisonCheck: NotPoison(cmd, &rep); break;
+        case kOpIdle: Idle(&rep); break;
         case kOpPoison: Failed(&rep, PoisonOutputs(CandBase(), cmd.slot), "poison"); break;
         case kOpSync: Failed(&rep, cudaDeviceSynchronize(), "device synchronize"); break;
         case kOpExit:
@@ -214,7 +242,9 @@ class CudaRank {
       if (Failed(rep, cudaIpcGetMemHandle(&h, data_), "cudaIpcGetMemHandle data")) return;
       std::memcpy(mailbox_ + o_.rank * 64, &h, sizeof h);
     } else {
-      if (Failed(rep, cudaMalloc(&snapshot_, std::max<int64_t>(out_bytes_, 256)), "snapshot")) return;
+      // Every snapshot a timed batch can need, now, before candidate code can
+      // take the GPU's memory (a failure here must not be provokable).
+      if (Failed(rep, EnsureSnapshot(MaxBatch(out_bytes_)), "snapshot")) return;
     }
     // Symmetric scratch + signal pad, zeroed, exported to the side's peers.
     const size_t pad = o_.flag_count * sizeof(uint32_t);
@@ -302,6 +332,13 @@ class CudaRank {
       if (Failed(rep, cudaDeviceSynchronize(), "pkf_setup")) return;
     }
     ready_ = true;
+    if (ref_) {
+      if (auto st = MakeNonDumpable(); !st.ok()) {
+        rep->rc = -1;
+        snprintf(rep->message, sizeof rep->message, "%s", std::string(st.message()).c_str());
+        return;
+      }
+    }
     if (ref_ && o_.rank == 0) {
       int rt = 0, nv = 0;
       cudaRuntimeGetVersion(&rt);
@@ -433,24 +470,127 @@ class CudaRank {
     if (ref_) Failed(rep, cudaDeviceSynchronize(), "reference");
   }
 
-  void Check(int slot, Reply* rep) {
-    if (!EnsureCandData(rep)) return;
-    for (const Placed& p : in_) {
-      uint64_t d = 0;
-      if (Failed(rep, CountDiffBytes(At(cand_data_, slot, p), At(data_, slot, p), p.bytes, scratch_,
-                                     stream_, &d),
-                 "input comparison"))
+  // Back-to-back calls (host barrier before each, as in a single call), then
+  // a device-wide synchronize. The judge times the batch with its own clock;
+  // the events here are this process's view, a cross-check only (a candidate
+  // can patch its own CUDA runtime).
+  void Batch(const Cmd& cmd, Reply* rep) {
+    std::vector<std::vector<pkf_tensor>> ins(cmd.count), outs(cmd.count);
+    for (uint32_t k = 0; k < cmd.count; ++k) Tensors(data_, cmd.SlotAt(k), &ins[k], &outs[k]);
+    int64_t t0 = 0;
+    for (uint32_t k = 0; k < cmd.count; ++k) {
+      SideBarrierWait(g_control, o_.rank, o_.world);
+      if (k == 0) {
+        t0 = MonotonicNs();
+        cudaEventRecord(start_, stream_);
+      }
+      g_control->in_run[o_.rank].store(1);
+      if (!ref_) nvtxRangePushA("pkforge_candidate");
+      rep->rc = run_(&ctx_, ins[k].data(), static_cast<int32_t>(ins[k].size()), outs[k].data(),
+                     static_cast<int32_t>(outs[k].size()), stream_);
+      if (!ref_) nvtxRangePop();
+      g_control->in_run[o_.rank].store(0);
+      if (rep->rc != 0) {
+        snprintf(rep->message, sizeof rep->message, "pkf_run returned %d (call %u of the batch)",
+                 rep->rc, k);
         return;
-      rep->input_diff += d;
+      }
     }
+    cudaError_t e = cudaEventRecord(stop_, stream_);
+    if (e == cudaSuccess) e = cudaDeviceSynchronize();
+    float ms = 0;
+    if (e == cudaSuccess) e = cudaEventElapsedTime(&ms, start_, stop_);
+    rep->t0_ns = t0;
+    rep->t1_ns = t0 + static_cast<int64_t>(static_cast<double>(ms) * 1e6);
+    Failed(rep, e, "pkf_run (batch)");
+  }
+
+  // Device memory for `count` snapshots of this rank's outputs.
+  cudaError_t EnsureSnapshot(uint32_t count) {
+    const int64_t need = std::max<int64_t>(out_bytes_, 256) * count;
+    if (need <= snapshot_bytes_) return cudaSuccess;
+    if (snapshot_ != nullptr) cudaFree(snapshot_);
+    snapshot_ = nullptr;
+    snapshot_bytes_ = 0;
+    cudaError_t e = cudaMalloc(&snapshot_, static_cast<size_t>(need));
+    if (e == cudaSuccess) snapshot_bytes_ = need;
+    return e;
+  }
+
+  // ns until an empty kernel completes on this GPU: a context of the
+  // candidate that still runs work makes it wait for a time slice.
+  void Idle(Reply* rep) {
+    const int64_t t0 = MonotonicNs();
+    if (Failed(rep, LaunchDelay(1, stream_), "idle probe")) return;
+    if (Failed(rep, cudaStreamSynchronize(stream_), "idle probe")) return;
+    rep->value = static_cast<uint64_t>(MonotonicNs() - t0);
+  }
+
+  // Snapshot k (taken right after the candidate's call) against the
+  // reference outputs of the batch's k-th slot, plus the candidate's live
+  // inputs against the generated ones; accumulated over the batch, value =
+  // index of the first call with a mismatch.
+  void Check(const Cmd& cmd, Reply* rep) {
+    if (!EnsureCandData(rep)) return;
     rep->n_checks = static_cast<uint32_t>(std::min<size_t>(out_.size(), kMaxOutputs));
-    for (uint32_t o = 0; o < rep->n_checks; ++o) {
-      const Placed& p = out_[o];
-      if (Failed(rep, CompareOutputs(At(cand_data_, slot, p), At(data_, slot, p), dtype_, p.numel,
-                                     tol_.atol, tol_.rtol, PoisonBits(dtype_), scratch_, stream_,
-                                     &rep->checks[o]),
-                 "output comparison"))
-        return;
+    for (uint32_t o = 0; o < rep->n_checks; ++o) rep->checks[o].first_index = -1;
+    rep->value = UINT64_MAX;
+    if (static_cast<int64_t>(cmd.count) * std::max<int64_t>(out_bytes_, 256) > snapshot_bytes_) {
+      rep->rc = -1;
+      snprintf(rep->message, sizeof rep->message, "check of %u calls without their snapshots",
+               cmd.count);
+      return;
+    }
+    for (uint32_t k = 0; k < cmd.count; ++k) {
+      const int slot = static_cast<int>(cmd.SlotAt(k));
+      for (const Placed& p : in_) {
+        uint64_t d = 0;
+        if (Failed(rep, CountDiffBytes(At(cand_data_, slot, p), At(data_, slot, p), p.bytes,
+                                       scratch_, stream_, &d),
+                   "input comparison"))
+          return;
+        rep->input_diff += d;
+      }
+      int64_t off = static_cast<int64_t>(k) * std::max<int64_t>(out_bytes_, 256);
+      for (uint32_t o = 0; o < rep->n_checks; ++o) {
+        const Placed& p = out_[o];
+        CheckRecord c{};
+        if (Failed(rep, CompareOutputs(snapshot_ + off, At(data_, slot, p), dtype_, p.numel,
+                                       tol_.atol, tol_.rtol, PoisonBits(dtype_), scratch_, stream_,
+                                       &c),
+                   "output comparison"))
+          return;
+        off += p.bytes;
+        CheckRecord& a = rep->checks[o];
+        a.elements += c.elements;
+        a.unwritten += c.unwritten;
+        a.max_abs = std::max(a.max_abs, c.max_abs);
+        a.max_rel = std::max(a.max_rel, c.max_rel);
+        if (c.mismatches > 0 && a.mismatches == 0) {
+          a.first_index = c.first_index;
+          a.expected = c.expected;
+          a.actual = c.actual;
+        }
+        if (c.mismatches > 0 && rep->value == UINT64_MAX) rep->value = k;
+        a.mismatches += c.mismatches;
+      }
+    }
+  }
+
+  // Output elements of the batch's candidate slots that are not poison.
+  void NotPoison(const Cmd& cmd, Reply* rep) {
+    if (!EnsureCandData(rep)) return;
+    for (uint32_t k = 0; k < cmd.count; ++k) {
+      const int slot = static_cast<int>(cmd.SlotAt(k));
+      for (const Placed& p : out_) {
+        CheckRecord c{};
+        if (Failed(rep, CompareOutputs(At(cand_data_, slot, p), At(data_, slot, p), dtype_, p.numel,
+                                       tol_.atol, tol_.rtol, PoisonBits(dtype_), scratch_, stream_,
+                                       &c),
+                   "poison check"))
+          return;
+        rep->value += static_cast<uint64_t>(p.numel - c.unwritten);
+      }
     }
   }
 
@@ -466,15 +606,18 @@ class CudaRank {
     rep->value = h;
   }
 
-  void Snapshot(int slot, Reply* rep) {
+  void Snapshot(const Cmd& cmd, Reply* rep) {
     if (!EnsureCandData(rep)) return;
-    int64_t off = 0;
-    for (const Placed& p : out_) {
-      if (Failed(rep, cudaMemcpyAsync(snapshot_ + off, At(cand_data_, slot, p), p.bytes,
-                                      cudaMemcpyDeviceToDevice, stream_),
-                 "snapshot"))
-        return;
-      off += p.bytes;
+    if (Failed(rep, EnsureSnapshot(cmd.count), "snapshot memory")) return;
+    for (uint32_t k = 0; k < cmd.count; ++k) {
+      int64_t off = static_cast<int64_t>(k) * std::max<int64_t>(out_bytes_, 256);
+      for (const Placed& p : out_) {
+        if (Failed(rep, cudaMemcpyAsync(snapshot_ + off, At(cand_data_, cmd.SlotAt(k), p), p.bytes,
+                                        cudaMemcpyDeviceToDevice, stream_),
+                   "snapshot"))
+          return;
+        off += p.bytes;
+      }
     }
     Failed(rep, cudaStreamSynchronize(stream_), "snapshot");
   }
@@ -507,7 +650,8 @@ class CudaRank {
   char* peer_mailbox_ = nullptr;
   char* data_ = nullptr;       // device: this rank's inputs/outputs, all slots
   char* cand_data_ = nullptr;  // ref: the candidate rank's allocation (IPC)
-  char* snapshot_ = nullptr;   // ref: device copy of candidate outputs
+  char* snapshot_ = nullptr;   // ref: device copies of candidate outputs, one per call of a batch
+  int64_t snapshot_bytes_ = 0;
   void* scratch_mem_ = nullptr;
   cudaStream_t stream_ = nullptr;
   cudaEvent_t start_ = nullptr, stop_ = nullptr;

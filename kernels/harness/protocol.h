@@ -21,24 +21,61 @@ inline constexpr uint32_t kMagic = 0x504b4631;  // "PKF1"
 
 enum Op : uint32_t {
   kOpSetup = 1,     // both: load candidate / prepare reference, pkf_setup
-  kOpGen = 2,       // ref: generate inputs of `slot` from `seed` into both sides, poison outputs
-  kOpRun = 3,       // both: barrier, time one call on `slot`
-  kOpCheck = 4,     // ref: compare candidate outputs/inputs of `slot` with reference
-  kOpDigest = 5,    // ref: hash of candidate outputs of `slot`
-  kOpSnapshot = 6,  // ref: remember candidate outputs of `slot`
-  kOpSnapCompare = 7,  // ref: bytes that differ from the snapshot
-  kOpPoison = 8,    // ref: poison candidate outputs of `slot`
+  kOpGen = 2,       // ref: generate inputs of the batch's slots from `seed` into both sides, poison outputs
+  kOpRun = 3,       // both: barrier, one call on `slot` (correctness trials)
+  kOpCheck = 4,     // ref: compare the snapshots of the batch's candidate outputs (and its live
+                    //      inputs) with the reference; value = index of the first bad call
+  kOpDigest = 5,    // ref: hash of candidate outputs of `slot` (live)
+  kOpSnapshot = 6,  // ref: copy the candidate outputs of the batch's slots into trusted memory
+  kOpSnapCompare = 7,  // ref: bytes of the live candidate outputs of `slot` that differ from snapshot 0
+  kOpPoison = 8,    // ref: poison candidate outputs of `slot`; cand (cuda): a context switch
   kOpExit = 9,      // both: pkf_teardown, exit
-  kOpSync = 10,     // both: cuda: device-wide synchronize (work that outlived the call); host: no-op
+  kOpSync = 10,     // both: cuda: device-wide synchronize; host: no-op
+  kOpBatch = 11,    // both: `count` back-to-back calls on the batch's slots (barrier before each);
+                    //       t0/t1 = the rank's own view of the batch (cross-check only)
+  kOpPoisonCheck = 12,  // ref: value = output elements of the batch's candidate slots that are
+                        //      not poison (must be 0 before the candidate runs)
+  kOpIdle = 13,     // ref (cuda): value = ns for an empty kernel to complete on this GPU
+  kOpHello = 14,    // cand: sent unasked once hardened, before any candidate code is loaded;
+                    //       rc = kRcHarness when hardening failed (the only trusted cand reply)
 };
 
+// Most calls in one timed batch for a rank whose outputs take out_bytes: the
+// reference rank keeps a snapshot of every call's outputs (<= 1 GiB in all,
+// allocated in its setup, before any candidate code runs). Judge and ranks
+// compute it alike.
+inline uint32_t MaxBatch(int64_t out_bytes) {
+  const int64_t per = out_bytes > 256 ? out_bytes : 256;
+  const int64_t n = (int64_t{1} << 30) / per;
+  return static_cast<uint32_t>(n < 1 ? 1 : n > 64 ? 64 : n);
+}
+
+// rc of a reply that reports a failure of the harness itself (not the candidate).
+inline constexpr int32_t kRcHarness = -50;
+
+// A batch names `count` slots: (slot + k) % ring for k < count (ring 0 = no
+// wrap). Single-slot commands use count 1.
 struct Cmd {
   uint32_t magic;
   uint32_t op;
   uint32_t slot;
+  uint32_t count;
+  uint32_t ring;
   uint32_t pad;
   uint64_t seed;
+  uint32_t SlotAt(uint32_t k) const {
+    return ring == 0 ? slot + k : (slot + k) % ring;
+  }
 };
+
+// Per-call input seeds of a batch, derived from the one secret seed sent to
+// the reference ranks (splitmix64: distinct, unpredictable without the seed).
+inline uint64_t BatchSeed(uint64_t seed, uint32_t k) {
+  uint64_t z = seed + 0x9e3779b97f4a7c15ull * (uint64_t{k} + 1);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
 
 inline constexpr int kMaxOutputs = 4;
 

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "fmt/format.h"
+#include "kernels/harness/containment.h"
 #include "kernels/harness/protocol.h"
 #include "kernels/harness/rng.h"
 #include "kernels/harness/shm.h"
@@ -115,27 +116,58 @@ class Rank {
     ctx_.barrier = &HostBarrier;
     ctx_.user_state = nullptr;
 
+    if (o_.role == "ref") {
+      // Before any seed arrives: no candidate process may read our memory,
+      // descriptors or environment through /proc.
+      if (auto st = MakeNonDumpable(); !st.ok()) return Fail(std::string(st.message()));
+    } else {
+      // Before any candidate code is loaded; the hello is the one reply of
+      // this process the judge can trust.
+      Reply hello;
+      std::memset(&hello, 0, sizeof hello);
+      hello.op = kOpHello;
+      if (auto st = HardenCandidateProcess(); !st.ok()) {
+        hello.rc = kRcHarness;
+        snprintf(hello.message, sizeof hello.message, "%s", std::string(st.message()).c_str());
+      }
+      WriteReply(&hello);
+      if (hello.rc != 0) return 2;
+    }
+
     Cmd cmd;
     while (ReadFull(kFdCmd, &cmd, sizeof cmd)) {
       if (cmd.magic != kMagic) return 4;
       Reply rep;
       std::memset(&rep, 0, sizeof rep);
       rep.op = cmd.op;
-      if (static_cast<int>(cmd.slot) >= o_.slots && cmd.op != kOpSetup && cmd.op != kOpExit) {
+      const bool slotted = cmd.op != kOpSetup && cmd.op != kOpExit && cmd.op != kOpSync &&
+                           cmd.op != kOpIdle;
+      bool bad = cmd.count < 1 || cmd.count > static_cast<uint32_t>(o_.slots) ||
+                 cmd.ring > static_cast<uint32_t>(o_.slots);
+      for (uint32_t k = 0; slotted && !bad && k < cmd.count; ++k)
+        bad = static_cast<int>(cmd.SlotAt(k)) >= o_.slots;
+      if (slotted && bad) {
         rep.rc = -1;
+        snprintf(rep.message, sizeof rep.message, "bad command %u (slot %u count %u)", cmd.op,
+                 cmd.slot, cmd.count);
         WriteReply(&rep);
         continue;
       }
       switch (cmd.op) {
         case kOpSetup: Setup(&rep); break;
-        case kOpGen: Gen(cmd.slot, cmd.seed); break;
+        case kOpGen:
+          for (uint32_t k = 0; k < cmd.count; ++k) Gen(cmd.SlotAt(k), BatchSeed(cmd.seed, k));
+          break;
         case kOpRun: Run(cmd.slot, &rep); break;
-        case kOpCheck: Check(cmd.slot, &rep); break;
+        case kOpBatch: Batch(cmd, &rep); break;
+        case kOpCheck: Check(cmd, &rep); break;
         case kOpDigest: rep.value = Digest(cmd.slot); break;
-        case kOpSnapshot: Snapshot(cmd.slot); break;
+        case kOpSnapshot: Snapshot(cmd); break;
         case kOpSnapCompare: rep.value = SnapCompare(cmd.slot); break;
+        case kOpPoisonCheck: rep.value = NotPoison(cmd); break;
         case kOpPoison: PoisonOutputs(cand_data_, cmd.slot); break;
         case kOpSync: break;  // host: pkf_run is synchronous
+        case kOpIdle: break;  // host: no device that could stay busy
         case kOpExit:
           if (teardown_ != nullptr) teardown_(&ctx_);
           WriteReply(&rep);
@@ -211,6 +243,29 @@ class Rank {
     if (rep->rc != 0) snprintf(rep->message, sizeof rep->message, "pkf_run returned %d", rep->rc);
   }
 
+  // Back-to-back calls; the judge times the whole batch with its own clock.
+  // t0/t1 are this process's view (a candidate can rewrite them: cross-check
+  // only).
+  void Batch(const Cmd& cmd, Reply* rep) {
+    std::vector<std::vector<pkf_tensor>> ins(cmd.count), outs(cmd.count);
+    for (uint32_t k = 0; k < cmd.count; ++k) Tensors(data_, cmd.SlotAt(k), &ins[k], &outs[k]);
+    for (uint32_t k = 0; k < cmd.count; ++k) {
+      SideBarrierWait(g_control, o_.rank, o_.world);
+      if (k == 0) g_t0_ns = MonotonicNs();
+      g_control->in_run[o_.rank].store(1);
+      rep->rc = run_(&ctx_, ins[k].data(), static_cast<int32_t>(ins[k].size()), outs[k].data(),
+                     static_cast<int32_t>(outs[k].size()), nullptr);
+      g_control->in_run[o_.rank].store(0);
+      if (rep->rc != 0) {
+        snprintf(rep->message, sizeof rep->message, "pkf_run returned %d (call %u of the batch)",
+                 rep->rc, k);
+        return;
+      }
+    }
+    rep->t1_ns = MonotonicNs();
+    rep->t0_ns = g_t0_ns;
+  }
+
   void PoisonOutputs(char* base, int slot) {
     for (const Placed& p : layout_.out[o_.rank])
       PoisonBuffer(base + layout_.SlotBase(slot) + p.offset, p.numel, dtype_);
@@ -230,46 +285,84 @@ class Rank {
     PoisonOutputs(cand_data_, slot);
   }
 
-  void Check(int slot, Reply* rep) {
-    const int64_t base = layout_.SlotBase(slot);
-    for (const Placed& p : layout_.in[o_.rank]) {
-      const auto* a = reinterpret_cast<const unsigned char*>(cand_data_ + base + p.offset);
-      const auto* b = reinterpret_cast<const unsigned char*>(data_ + base + p.offset);
-      for (int64_t i = 0; i < p.bytes; ++i) rep->input_diff += a[i] != b[i];
-    }
-    const uint32_t poison = PoisonBits(dtype_);
+  // Compares snapshot k (the candidate's outputs as they were right after
+  // its call) with the reference outputs of the batch's k-th slot, and the
+  // candidate's live inputs with the generated ones; records accumulate over
+  // the batch, value = index of the first call with a mismatch.
+  void Check(const Cmd& cmd, Reply* rep) {
     const auto& outs = layout_.out[o_.rank];
     rep->n_checks = static_cast<uint32_t>(std::min<size_t>(outs.size(), kMaxOutputs));
-    for (uint32_t o = 0; o < rep->n_checks; ++o) {
-      const Placed& p = outs[o];
-      const char* actual = cand_data_ + base + p.offset;
-      const char* expected = data_ + base + p.offset;
-      CheckRecord& c = rep->checks[o];
-      c.elements = p.numel;
-      c.first_index = -1;
-      for (int64_t i = 0; i < p.numel; ++i) {
-        const uint32_t bits = dtype_ == PKF_F32 ? reinterpret_cast<const uint32_t*>(actual)[i]
-                                                : reinterpret_cast<const uint16_t*>(actual)[i];
-        const double a = pkf_load(actual, dtype_, i);
-        const double e = pkf_load(expected, dtype_, i);
-        const double err = std::fabs(a - e);
-        const bool ok = err <= tol_.atol + tol_.rtol * std::fabs(e);  // false for NaN
-        if (bits == poison) ++c.unwritten;
-        if (std::isfinite(err)) {
-          c.max_abs = std::max(c.max_abs, err);
-          if (e != 0) c.max_rel = std::max(c.max_rel, err / std::fabs(e));
-        } else {
-          c.max_abs = INFINITY;
-        }
-        if (!ok) {
-          if (c.mismatches++ == 0) {
-            c.first_index = i;
-            c.expected = e;
-            c.actual = a;
+    for (uint32_t o = 0; o < rep->n_checks; ++o) rep->checks[o].first_index = -1;
+    rep->value = UINT64_MAX;
+    const uint32_t poison = PoisonBits(dtype_);
+    for (uint32_t k = 0; k < cmd.count; ++k) {
+      const int64_t base = layout_.SlotBase(static_cast<int>(cmd.SlotAt(k)));
+      for (const Placed& p : layout_.in[o_.rank]) {
+        const auto* a = reinterpret_cast<const unsigned char*>(cand_data_ + base + p.offset);
+        const auto* b = reinterpret_cast<const unsigned char*>(data_ + base + p.offset);
+        for (int64_t i = 0; i < p.bytes; ++i) rep->input_diff += a[i] != b[i];
+      }
+      const char* snap = SnapshotAt(k);
+      for (uint32_t o = 0; o < rep->n_checks; ++o) {
+        const Placed& p = outs[o];
+        const char* actual = snap;
+        snap += p.bytes;
+        if (actual == nullptr) continue;
+        const char* expected = data_ + base + p.offset;
+        CheckRecord& c = rep->checks[o];
+        c.elements += p.numel;
+        for (int64_t i = 0; i < p.numel; ++i) {
+          const uint32_t bits = dtype_ == PKF_F32 ? reinterpret_cast<const uint32_t*>(actual)[i]
+                                                  : reinterpret_cast<const uint16_t*>(actual)[i];
+          const double a = pkf_load(actual, dtype_, i);
+          const double e = pkf_load(expected, dtype_, i);
+          const double err = std::fabs(a - e);
+          const bool ok = err <= tol_.atol + tol_.rtol * std::fabs(e);  // false for NaN
+          if (bits == poison) ++c.unwritten;
+          if (std::isfinite(err)) {
+            c.max_abs = std::max(c.max_abs, err);
+            if (e != 0) c.max_rel = std::max(c.max_rel, err / std::fabs(e));
+          } else {
+            c.max_abs = INFINITY;
+          }
+          if (!ok) {
+            if (c.mismatches++ == 0) {
+              c.first_index = i;
+              c.expected = e;
+              c.actual = a;
+            }
+            if (rep->value == UINT64_MAX) rep->value = k;
           }
         }
       }
     }
+  }
+
+  // Output elements of the batch's candidate slots that are not poison.
+  uint64_t NotPoison(const Cmd& cmd) {
+    const uint32_t poison = PoisonBits(dtype_);
+    uint64_t n = 0;
+    for (uint32_t k = 0; k < cmd.count; ++k)
+      for (const Placed& p : layout_.out[o_.rank]) {
+        const char* d = cand_data_ + layout_.SlotBase(static_cast<int>(cmd.SlotAt(k))) + p.offset;
+        for (int64_t i = 0; i < p.numel; ++i) {
+          const uint32_t bits = dtype_ == PKF_F32 ? reinterpret_cast<const uint32_t*>(d)[i]
+                                                  : reinterpret_cast<const uint16_t*>(d)[i];
+          n += bits != poison;
+        }
+      }
+    return n;
+  }
+
+  int64_t OutBytes() const {
+    int64_t b = 0;
+    for (const Placed& p : layout_.out[o_.rank]) b += p.bytes;
+    return b;
+  }
+  const char* SnapshotAt(uint32_t k) const {
+    const size_t off = static_cast<size_t>(k) * static_cast<size_t>(OutBytes());
+    return off + static_cast<size_t>(OutBytes()) <= snapshot_.size() ? snapshot_.data() + off
+                                                                     : nullptr;
   }
 
   uint64_t Digest(int slot) {
@@ -279,12 +372,13 @@ class Rank {
     return h;
   }
 
-  void Snapshot(int slot) {
+  void Snapshot(const Cmd& cmd) {
     snapshot_.clear();
-    for (const Placed& p : layout_.out[o_.rank]) {
-      const char* s = cand_data_ + layout_.SlotBase(slot) + p.offset;
-      snapshot_.insert(snapshot_.end(), s, s + p.bytes);
-    }
+    for (uint32_t k = 0; k < cmd.count; ++k)
+      for (const Placed& p : layout_.out[o_.rank]) {
+        const char* s = cand_data_ + layout_.SlotBase(static_cast<int>(cmd.SlotAt(k))) + p.offset;
+        snapshot_.insert(snapshot_.end(), s, s + p.bytes);
+      }
   }
 
   uint64_t SnapCompare(int slot) {

@@ -1,0 +1,326 @@
+#include "kernels/harness/containment.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <linux/capability.h>
+#include <linux/securebits.h>
+#include <linux/sockios.h>
+#include <sched.h>
+#include <seccomp.h>
+#include <signal.h>
+#include <sys/ioctl.h>
+#include <asm/ioctls.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "fmt/format.h"
+#include "kernels/harness/shm.h"
+
+namespace pkforge::kernels {
+namespace {
+
+std::string ReadSmallFile(const std::string& path) {
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return {};
+  char buf[4096];
+  std::string s;
+  for (;;) {
+    ssize_t n = read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    s.append(buf, static_cast<size_t>(n));
+    if (s.size() > 1 << 20) break;
+  }
+  close(fd);
+  return s;
+}
+
+// Fields after the command name of /proc/.../stat (the name may hold spaces
+// and parentheses; it ends at the last ')').
+std::vector<std::string> StatFields(const std::string& stat) {
+  std::vector<std::string> f;
+  const size_t close = stat.rfind(')');
+  if (close == std::string::npos) return f;
+  std::istringstream in(stat.substr(close + 1));
+  std::string x;
+  while (in >> x) f.push_back(x);
+  return f;  // f[0] = state (field 3), f[1] = ppid, f[11] = utime, f[12] = stime
+}
+
+std::vector<int> Children(int pid) {
+  std::vector<int> out;
+  for (int tid : ThreadIds(pid)) {
+    std::istringstream in(ReadSmallFile(fmt::format("/proc/{}/task/{}/children", pid, tid)));
+    int c;
+    while (in >> c) out.push_back(c);
+  }
+  return out;
+}
+
+bool IsZombieOrGone(int pid) {
+  const std::vector<std::string> f = StatFields(ReadSmallFile(fmt::format("/proc/{}/stat", pid)));
+  return f.empty() || f[0] == "Z" || f[0] == "X";
+}
+
+bool AllThreadsStopped(int pid) {
+  for (int tid : ThreadIds(pid)) {
+    const char s = ThreadState(pid, tid);
+    if (s != 0 && s != 'T' && s != 't' && s != 'Z' && s != 'X') return false;
+  }
+  return true;
+}
+
+int AddRule(scmp_filter_ctx ctx, uint32_t action, int nr, unsigned count,
+            const scmp_arg_cmp* cmp) {
+  if (nr < 0) return 0;  // a syscall this libseccomp (or architecture) does not know
+  return seccomp_rule_add_array(ctx, action, nr, count, cmp);
+}
+
+}  // namespace
+
+std::vector<int> ThreadIds(int pid) {
+  std::vector<int> tids;
+  DIR* d = opendir(fmt::format("/proc/{}/task", pid).c_str());
+  if (d == nullptr) return tids;
+  while (dirent* e = readdir(d)) {
+    if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
+    tids.push_back(std::atoi(e->d_name));
+  }
+  closedir(d);
+  return tids;
+}
+
+char ThreadState(int pid, int tid) {
+  const std::vector<std::string> f =
+      StatFields(ReadSmallFile(fmt::format("/proc/{}/task/{}/stat", pid, tid)));
+  return f.empty() || f[0].empty() ? 0 : f[0][0];
+}
+
+int64_t ThreadCpuNs(int pid, int tid) {
+  const std::string s = ReadSmallFile(fmt::format("/proc/{}/task/{}/schedstat", pid, tid));
+  if (!s.empty()) return std::strtoll(s.c_str(), nullptr, 10);
+  const std::vector<std::string> f =
+      StatFields(ReadSmallFile(fmt::format("/proc/{}/task/{}/stat", pid, tid)));
+  if (f.size() < 13) return -1;
+  const int64_t ticks = std::atoll(f[11].c_str()) + std::atoll(f[12].c_str());
+  return ticks * (1'000'000'000 / sysconf(_SC_CLK_TCK));
+}
+
+absl::Status MakeNonDumpable() {
+  if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0)
+    return absl::InternalError(fmt::format("prctl(PR_SET_DUMPABLE, 0): {}", strerror(errno)));
+  return absl::OkStatus();
+}
+
+absl::Status HardenCandidateProcess() {
+  if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
+    return absl::InternalError(fmt::format("no_new_privs: {}", strerror(errno)));
+  // Capabilities. As root outside a sandbox a candidate would otherwise hold
+  // CAP_SYS_PTRACE (read any process's memory), CAP_KILL, ... Lock root out
+  // of regaining them on exec first (needs CAP_SETPCAP, which we then drop).
+  if (prctl(PR_CAPBSET_READ, CAP_SETPCAP, 0, 0, 0) == 1) {
+    prctl(PR_SET_SECUREBITS, SECBIT_KEEP_CAPS_LOCKED | SECBIT_NO_SETUID_FIXUP |
+                                 SECBIT_NO_SETUID_FIXUP_LOCKED | SECBIT_NOROOT |
+                                 SECBIT_NOROOT_LOCKED,
+          0, 0, 0);
+    for (int c = 0; c <= 63; ++c) prctl(PR_CAPBSET_DROP, c, 0, 0, 0);
+  }
+  prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
+  __user_cap_header_struct hdr{_LINUX_CAPABILITY_VERSION_3, 0};
+  __user_cap_data_struct data[2] = {};
+  if (syscall(SYS_capset, &hdr, data) != 0)
+    return absl::InternalError(fmt::format("dropping capabilities: {}", strerror(errno)));
+
+  scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
+  if (ctx == nullptr) return absl::InternalError("seccomp_init failed");
+  const uint64_t self = static_cast<uint64_t>(getpid());
+  const uint32_t eperm = SCMP_ACT_ERRNO(EPERM);
+  const uint32_t ignore = SCMP_ACT_ERRNO(0);  // "succeeds", does nothing
+  int rc = 0;
+  auto ne = [](unsigned arg, uint64_t v) { return scmp_arg_cmp{arg, SCMP_CMP_NE, v, 0}; };
+  auto eq = [](unsigned arg, uint64_t v) { return scmp_arg_cmp{arg, SCMP_CMP_EQ, v, 0}; };
+  // Signals reach only this process (exact 64-bit match: pid <= 0, i.e.
+  // process groups and "everyone", and any other pid are refused).
+  for (int nr : {SCMP_SYS(kill), SCMP_SYS(tkill), SCMP_SYS(tgkill), SCMP_SYS(rt_sigqueueinfo),
+                 SCMP_SYS(rt_tgsigqueueinfo), SCMP_SYS(pidfd_open)}) {
+    scmp_arg_cmp c = ne(0, self);
+    rc |= AddRule(ctx, eperm, nr, 1, &c);
+  }
+  // A pidfd could name anyone; SIGIO ownership delivers signals to any pid.
+  for (int nr : {SCMP_SYS(pidfd_send_signal), SCMP_SYS(pidfd_getfd), SCMP_SYS(ptrace),
+                 SCMP_SYS(process_vm_readv), SCMP_SYS(process_vm_writev), SCMP_SYS(kcmp),
+                 SCMP_SYS(process_madvise), SCMP_SYS(setns), SCMP_SYS(unshare),
+                 SCMP_SYS(migrate_pages), SCMP_SYS(move_pages)})
+    rc |= AddRule(ctx, eperm, nr, 0, nullptr);
+  for (uint64_t cmd : {uint64_t{F_SETOWN}, uint64_t{F_SETSIG}, uint64_t{F_SETOWN_EX}}) {
+    scmp_arg_cmp c = eq(1, cmd);
+    rc |= AddRule(ctx, eperm, SCMP_SYS(fcntl), 1, &c);
+  }
+  for (uint64_t req : {uint64_t{FIOSETOWN}, uint64_t{SIOCSPGRP}}) {
+    scmp_arg_cmp c = eq(1, req);
+    rc |= AddRule(ctx, eperm, SCMP_SYS(ioctl), 1, &c);
+  }
+  // New namespaces (a user namespace would hand out capabilities again).
+  for (uint64_t flag : {uint64_t{CLONE_NEWUSER}, uint64_t{CLONE_NEWPID}, uint64_t{CLONE_NEWNET},
+                        uint64_t{CLONE_NEWNS}, uint64_t{CLONE_NEWIPC}, uint64_t{CLONE_NEWUTS},
+                        uint64_t{CLONE_NEWCGROUP}}) {
+    scmp_arg_cmp c{0, SCMP_CMP_MASKED_EQ, flag, flag};
+    rc |= AddRule(ctx, eperm, SCMP_SYS(clone), 1, &c);
+  }
+  // clone3 passes its flags in memory a filter cannot read: ENOSYS makes
+  // glibc fall back to clone.
+  rc |= AddRule(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(clone3), 0, nullptr);
+  // Scheduling, priority and limits of other processes (starving or killing
+  // the reference): only pid 0 (the caller) takes effect. Libraries that pin
+  // their own threads by tid get success and no effect.
+  for (int nr : {SCMP_SYS(sched_setaffinity), SCMP_SYS(sched_setscheduler),
+                 SCMP_SYS(sched_setparam), SCMP_SYS(sched_setattr)}) {
+    scmp_arg_cmp c = ne(0, 0);
+    rc |= AddRule(ctx, ignore, nr, 1, &c);
+  }
+  {
+    scmp_arg_cmp which = ne(0, 0), who = ne(1, 0);  // PRIO_PROCESS, self
+    rc |= AddRule(ctx, ignore, SCMP_SYS(setpriority), 1, &which);
+    rc |= AddRule(ctx, ignore, SCMP_SYS(setpriority), 1, &who);
+    rc |= AddRule(ctx, ignore, SCMP_SYS(ioprio_set), 1, &who);
+    scmp_arg_cmp pid = ne(0, 0);
+    rc |= AddRule(ctx, eperm, SCMP_SYS(prlimit64), 1, &pid);
+  }
+  if (rc != 0) {
+    seccomp_release(ctx);
+    return absl::InternalError(fmt::format("building the candidate seccomp filter: {}", rc));
+  }
+  seccomp_attr_set(ctx, SCMP_FLTATR_CTL_TSYNC, 1);
+  rc = seccomp_load(ctx);
+  seccomp_release(ctx);
+  if (rc != 0)
+    return absl::InternalError(fmt::format("loading the candidate seccomp filter: {}", strerror(-rc)));
+  return absl::OkStatus();
+}
+
+std::vector<int> CandidateProcesses::List() const {
+  std::vector<int> todo;
+  for (int r : ranks_) todo.push_back(r);
+  // Orphans: our children that are neither ranks nor trusted.
+  const std::set<int> rank_set(ranks_.begin(), ranks_.end());
+  for (int c : Children(getpid()))
+    if (!rank_set.count(c) && !trusted_.count(c)) todo.push_back(c);
+  std::set<int> seen;
+  std::vector<int> out;
+  while (!todo.empty()) {
+    const int pid = todo.back();
+    todo.pop_back();
+    if (!seen.insert(pid).second || trusted_.count(pid)) continue;
+    if (IsZombieOrGone(pid)) continue;
+    out.push_back(pid);
+    for (int c : Children(pid)) todo.push_back(c);
+  }
+  return out;
+}
+
+absl::Status CandidateProcesses::Freeze(int64_t deadline_ns) {
+  std::set<int> signalled;
+  for (int round = 0;; ++round) {
+    const std::vector<int> pids = List();
+    bool all = true;
+    for (int pid : pids) {
+      if (signalled.insert(pid).second) kill(pid, SIGSTOP);
+      if (!AllThreadsStopped(pid)) all = false;
+    }
+    if (all && List().size() == pids.size()) {
+      frozen_pids_ = std::set<int>(pids.begin(), pids.end());
+      break;
+    }
+    if (MonotonicNs() > deadline_ns) {
+      std::string who;
+      for (int pid : pids)
+        if (!AllThreadsStopped(pid)) who += fmt::format("{}{}", who.empty() ? "" : ",", pid);
+      return absl::DeadlineExceededError(
+          fmt::format("candidate processes {} could not be stopped in time", who));
+    }
+    if (round > 50) std::this_thread::sleep_for(std::chrono::microseconds(50));
+    else sched_yield();
+  }
+  cpu_ns_.clear();
+  for (int pid : frozen_pids_)
+    for (int tid : ThreadIds(pid)) cpu_ns_[tid] = static_cast<uint64_t>(ThreadCpuNs(pid, tid));
+  frozen_ = true;
+  return absl::OkStatus();
+}
+
+std::string CandidateProcesses::Thaw() {
+  std::string broke;
+  const std::vector<int> now = List();
+  for (int pid : now) {
+    if (!frozen_pids_.count(pid)) {
+      broke = fmt::format("process {} appeared while the candidate was frozen", pid);
+      continue;
+    }
+    for (int tid : ThreadIds(pid)) {
+      const char s = ThreadState(pid, tid);
+      auto it = cpu_ns_.find(tid);
+      if (it == cpu_ns_.end()) {
+        if (s != 0) broke = fmt::format("thread {} of process {} appeared while frozen", tid, pid);
+        continue;
+      }
+      const int64_t cpu = ThreadCpuNs(pid, tid);
+      if (cpu > static_cast<int64_t>(it->second))
+        broke = fmt::format("thread {} of process {} ran for {} us while frozen", tid, pid,
+                            (cpu - static_cast<int64_t>(it->second)) / 1000);
+      else if (s != 0 && s != 'T' && s != 't' && s != 'Z' && s != 'X')
+        broke = fmt::format("thread {} of process {} was running (state {}) while frozen", tid,
+                            pid, s);
+    }
+  }
+  for (int pid : now) kill(pid, SIGCONT);
+  frozen_ = false;
+  frozen_pids_.clear();
+  cpu_ns_.clear();
+  return broke;
+}
+
+std::vector<int> CandidateProcesses::Extra(std::string* detail) const {
+  const std::set<int> rank_set(ranks_.begin(), ranks_.end());
+  std::vector<int> extra;
+  for (int pid : List())
+    if (!rank_set.count(pid)) extra.push_back(pid);
+  if (detail != nullptr && !extra.empty()) {
+    std::string cmd = ReadSmallFile(fmt::format("/proc/{}/comm", extra[0]));
+    while (!cmd.empty() && cmd.back() == '\n') cmd.pop_back();
+    *detail = fmt::format("{} process(es) started by the candidate still alive (e.g. pid {} '{}')",
+                          extra.size(), extra[0], cmd);
+  }
+  return extra;
+}
+
+int CandidateProcesses::KillAll(int64_t deadline_ns) {
+  const std::set<int> rank_set(ranks_.begin(), ranks_.end());
+  std::set<int> killed;
+  for (;;) {
+    std::vector<int> pids = List();
+    // Stop first: a stopped process cannot fork between our listing and its
+    // kill, so each round shrinks the tree.
+    for (int pid : pids) kill(pid, SIGSTOP);
+    for (int pid : pids) {
+      kill(pid, SIGKILL);
+      if (!rank_set.count(pid)) killed.insert(pid);
+    }
+    // Reap what is ours (orphans re-parented to us), never the ranks.
+    for (int c : Children(getpid()))
+      if (!rank_set.count(c) && !trusted_.count(c)) waitpid(c, nullptr, WNOHANG);
+    if (pids.empty() || MonotonicNs() > deadline_ns) break;
+    sched_yield();
+  }
+  return static_cast<int>(killed.size());
+}
+
+}  // namespace pkforge::kernels

@@ -1,0 +1,97 @@
+// Keeping candidate processes away from the trusted ones, and under control.
+//
+// The threat model (docs/threat-model.md) lets candidate code do anything in
+// its own processes and assumes its author has read this file. Three pieces:
+//
+//   MakeNonDumpable()         trusted processes (the judge, reference ranks)
+//                             call it before they hold anything secret: their
+//                             /proc/<pid>/{fd,environ,mem,maps,map_files} and
+//                             ptrace then need CAP_SYS_PTRACE, which no
+//                             candidate process has.
+//   HardenCandidateProcess()  a candidate rank calls it before it loads the
+//                             candidate: no_new_privs, every capability dropped
+//                             (also when the judge runs as root outside any
+//                             sandbox, so an exec cannot regain them), and a
+//                             seccomp filter, inherited by every thread and
+//                             process the candidate starts, that lets signals
+//                             reach only the calling process, denies SIGIO
+//                             ownership (F_SETOWN/F_SETSIG), ptrace and the
+//                             process_vm/pidfd_getfd family, namespaces, and
+//                             turns scheduling/priority/rlimit changes aimed
+//                             at other processes into no-ops.
+//   CandidateProcesses        the judge's view of every candidate process: the
+//                             rank processes, everything they started at any
+//                             depth (found through /proc/<pid>/task/<tid>/
+//                             children), and orphans re-parented to the judge
+//                             (a child subreaper). It stops them all (SIGSTOP,
+//                             which cannot be caught, repeated until every
+//                             thread is stopped), verifies on thaw that no
+//                             thread ran and nothing new appeared meanwhile
+//                             (per-thread CPU time from schedstat: catches a
+//                             process continued by a timer or another
+//                             escape), counts extra processes, and kills the
+//                             whole tree, stopping it first so nothing can
+//                             fork its way out.
+//
+// Thread safety: CandidateProcesses is used by the judge's single thread.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+
+namespace pkforge::kernels {
+
+absl::Status MakeNonDumpable();
+absl::Status HardenCandidateProcess();
+
+class CandidateProcesses {
+ public:
+  CandidateProcesses() = default;
+  // ranks: the candidate rank processes (children of this process);
+  // trusted: other children of this process that are not candidate code
+  // (the reference ranks).
+  CandidateProcesses(std::vector<int> ranks, std::vector<int> trusted)
+      : ranks_(std::move(ranks)), trusted_(trusted.begin(), trusted.end()) {}
+
+  // Every live (non-zombie) candidate process.
+  std::vector<int> List() const;
+
+  // Stops every candidate process and waits until each of its threads is
+  // stopped, then records each thread's CPU time. Error when that does not
+  // happen before deadline_ns (MonotonicNs clock).
+  absl::Status Freeze(int64_t deadline_ns);
+  // Checks that nothing ran or appeared since Freeze() and continues every
+  // process. Returns an empty string when the freeze held, else what broke it.
+  std::string Thaw();
+  bool frozen() const { return frozen_; }
+
+  // Live candidate processes other than the rank processes themselves
+  // (pids and a description into *detail when non-null).
+  std::vector<int> Extra(std::string* detail) const;
+
+  // Stops and SIGKILLs every candidate process and reaps those that are our
+  // children, until none is left or deadline_ns passes. Returns how many
+  // processes were killed (excluding the ranks, which the caller reaps).
+  int KillAll(int64_t deadline_ns);
+
+ private:
+  std::vector<int> ranks_;
+  std::set<int> trusted_;
+  bool frozen_ = false;
+  std::set<int> frozen_pids_;
+  std::map<int, uint64_t> cpu_ns_;  // tid -> CPU time when frozen
+};
+
+// Per-thread helpers (exposed for tests).
+// State letter of a thread ('R', 'S', 'D', 'T', 't', 'Z', ...); 0 if gone.
+char ThreadState(int pid, int tid);
+// CPU time of a thread in ns (schedstat, or stat's utime+stime); -1 if gone.
+int64_t ThreadCpuNs(int pid, int tid);
+std::vector<int> ThreadIds(int pid);
+
+}  // namespace pkforge::kernels
