@@ -301,23 +301,27 @@ TEST_F(ExecutorTest, KeepsServingAfterTheWorkerIsKilled) {
     killed = Evaluate(slow);
     done = true;
   });
-  // Wait for the worker (judge) process of this evaluation and SIGKILL it.
-  std::vector<pid_t> pids;
-  for (int i = 0; i < 400 && pids.empty(); ++i) {
+  // SIGKILL the worker (judge) process of this evaluation, and again when
+  // the executor retries it: a judge that dies is a harness fault, retried
+  // once, then reported as HARNESS_ERROR (never as the candidate's status).
+  int kills = 0;
+  for (int i = 0; i < 1200 && !done; ++i) {
     std::this_thread::sleep_for(50ms);
     for (pid_t p : ProcessesMentioning(*SandboxRoot(config_))) {
       std::ifstream f("/proc/" + std::to_string(p) + "/cmdline");
       std::string cmd((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-      if (cmd.find("launch") != std::string::npos) pids.push_back(p);
+      if (cmd.find("launch") != std::string::npos && kill(p, SIGKILL) == 0) ++kills;
     }
   }
-  ASSERT_FALSE(pids.empty()) << "worker process never appeared";
-  std::this_thread::sleep_for(500ms);
-  for (pid_t p : pids) kill(p, SIGKILL);
   t.join();
+  ASSERT_GE(kills, 2) << "the judge of each attempt should have been killed";
   ASSERT_TRUE(killed.status.ok()) << killed.status.error_message();
-  EXPECT_EQ(killed.result.status(), Result::RUNTIME_ERROR) << killed.result.message();
+  EXPECT_EQ(killed.result.status(), Result::HARNESS_ERROR) << killed.result.message();
   EXPECT_NE(killed.result.message().find("without a result"), std::string::npos);
+  bool retried = false;
+  for (const auto& f : killed.result.flags())
+    retried = retried || f.find("first attempt too") != std::string::npos;
+  EXPECT_TRUE(retried) << "the executor retries a harness error once";
   // And the next evaluation is fine.
   Evaluation next = Evaluate(Request(Variant("")));
   EXPECT_EQ(next.result.status(), Result::OK) << next.result.message();

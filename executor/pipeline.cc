@@ -1,6 +1,11 @@
 #include "executor/pipeline.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 
 #include <chrono>
 #include <filesystem>
@@ -20,6 +25,7 @@
 #include "google/protobuf/util/json_util.h"
 #include "kernels/harness/problem.h"
 #include "kernels/harness/problem_info.h"
+#include "kernels/harness/result_frame.h"
 #include "spdlog/spdlog.h"
 
 namespace pkforge::executor {
@@ -208,14 +214,60 @@ std::vector<std::string> Pipeline::LaunchArgv(const v1::EvaluateRequest& r,
 Result Pipeline::RunWorker(const v1::EvaluateRequest& r, const std::string& scratch,
                            const std::string& artifact, const std::vector<int>& gpus,
                            Cancellation* cancel) {
+  // A fault of the trusted side (judge, reference ranks) is never the
+  // candidate's doing (docs/threat-model.md): retried once, then reported as
+  // HARNESS_ERROR.
+  Result result = RunWorkerOnce(r, scratch, artifact, gpus, cancel);
+  if (result.status() == Result::HARNESS_ERROR && !cancel->cancelled()) {
+    spdlog::warn("evaluation of {} on GPUs [{}]: harness error, retrying once: {}", r.problem(),
+                 absl::StrJoin(gpus, ","), result.message());
+    Result again = RunWorkerOnce(r, scratch, artifact, gpus, cancel);
+    if (again.status() == Result::HARNESS_ERROR)
+      again.add_flags(absl::StrCat("harness error on the first attempt too: ", result.message()));
+    else
+      again.add_flags(absl::StrCat("retried after a harness error: ", result.message()));
+    return again;
+  }
+  return result;
+}
+
+Result Pipeline::RunWorkerOnce(const v1::EvaluateRequest& r, const std::string& scratch,
+                               const std::string& artifact, const std::vector<int>& gpus,
+                               Cancellation* cancel) {
   const ExecutorConfig& c = runtime_->config();
   const double timeout = r.timeout_s() > 0 ? r.timeout_s() : c.default_timeout_s;
   // The judge bounds every phase itself; this deadline is the backstop for a
   // judge that cannot (4 phases, plus start-up).
   const int64_t deadline_ms = static_cast<int64_t>((4 * timeout + 30) * 1000);
   Result result;
-  auto spawned = runtime_->sandbox().Spawn(LaunchArgv(r, artifact, false),
-                                           runtime_->Policy(scratch, gpus, deadline_ms));
+  auto harness_error = [&](const std::string& why) {
+    result.set_status(Result::HARNESS_ERROR);
+    result.set_message(why);
+    auto* f = result.add_failures();
+    f->set_rank(-1);
+    f->set_phase(v1::PHASE_SETUP);
+    f->set_error(why);
+    return result;
+  };
+  // The result key travels on the judge's stdin, read before any rank exists
+  // (kernels/harness/result_frame.h).
+  const std::string key = kernels::NewResultKey();
+  int key_pipe[2];
+  if (pipe2(key_pipe, O_CLOEXEC) != 0)
+    return harness_error(absl::StrCat("pipe for the result key: ", strerror(errno)));
+  const std::string line = key + "\n";
+  const bool wrote = write(key_pipe[1], line.data(), line.size()) == static_cast<ssize_t>(line.size());
+  close(key_pipe[1]);
+  if (!wrote) {
+    close(key_pipe[0]);
+    return harness_error("writing the result key failed");
+  }
+  std::vector<std::string> argv = LaunchArgv(r, artifact, false);
+  argv.insert(argv.begin() + 2, "--result-key-stdin");
+  sandbox::SandboxPolicy policy = runtime_->Policy(scratch, gpus, deadline_ms);
+  policy.stdin_fd = key_pipe[0];
+  auto spawned = runtime_->sandbox().Spawn(argv, policy);
+  close(key_pipe[0]);
   if (!spawned.ok()) {
     result.set_status(Result::SETUP_ERROR);
     result.set_message(absl::StrCat("the sandbox could not start the worker: ", spawned.status().message()));
@@ -234,18 +286,27 @@ Result Pipeline::RunWorker(const v1::EvaluateRequest& r, const std::string& scra
     return result;
   }
   const sandbox::SandboxResult& sr = *waited;
-  // The judge prints exactly one JSON line; take the last line that parses.
-  std::vector<absl::string_view> lines = absl::StrSplit(sr.stdout_data, '\n', absl::SkipWhitespace());
-  for (auto it = lines.rbegin(); it != lines.rend(); ++it) {
-    if (!absl::StartsWith(absl::StripLeadingAsciiWhitespace(*it), "{")) continue;
+  // Exactly one authenticated frame and nothing else on the channel.
+  const bool judge_exited = !sr.timed_out && !sr.oom_killed && sr.term_signal == 0 &&
+                            (sr.exit_code == 0 || sr.exit_code == 1);
+  if (judge_exited) {
+    auto json = kernels::ParseFramedResult(sr.stdout_data, key, sr.stdout_truncated);
+    if (!json.ok()) {
+      // Only the judge holds the channel and the key: whatever broke the
+      // frame broke the harness (the candidate cannot reach either).
+      result = Result();
+      harness_error(std::string(json.status().message()));
+      result.mutable_failures(0)->set_stderr_tail(Tail(sr.stderr_data, 2000));
+      return result;
+    }
     google::protobuf::util::JsonParseOptions opts;
     opts.ignore_unknown_fields = true;
     Result parsed;
-    if (google::protobuf::util::JsonStringToMessage(std::string(*it), &parsed, opts).ok() &&
-        parsed.status() != Result::STATUS_UNSPECIFIED) {
-      if (!sr.enforcement.empty()) parsed.add_flags(absl::StrCat("sandbox: ", sr.enforcement));
-      return parsed;
-    }
+    if (!google::protobuf::util::JsonStringToMessage(*json, &parsed, opts).ok() ||
+        parsed.status() == Result::STATUS_UNSPECIFIED)
+      return harness_error("result channel: the judge's frame does not hold a result");
+    if (!sr.enforcement.empty()) parsed.add_flags(absl::StrCat("sandbox: ", sr.enforcement));
+    return parsed;
   }
   // No result from the judge: it was killed (deadline, memory) or refused.
   const std::string err_tail = Tail(sr.stderr_data, 4000);
@@ -272,10 +333,10 @@ Result Pipeline::RunWorker(const v1::EvaluateRequest& r, const std::string& scra
     f->set_phase(v1::PHASE_SETUP);
     f->set_error(Tail(sr.stderr_data, 500));
   } else {
-    result.set_status(Result::RUNTIME_ERROR);
-    result.set_message(absl::StrCat("the worker ended without a result (exit ", sr.exit_code,
+    result.set_status(Result::HARNESS_ERROR);
+    result.set_message(absl::StrCat("the judge ended without a result (exit ", sr.exit_code,
                                     ", signal ", sr.term_signal, ")"));
-    f->set_error("worker ended without a result");
+    f->set_error("judge ended without a result");
   }
   return result;
 }

@@ -75,6 +75,9 @@ class Pipeline {
   v1::EvaluationResult RunWorker(const v1::EvaluateRequest& request, const std::string& scratch,
                                  const std::string& artifact, const std::vector<int>& gpus,
                                  Cancellation* cancel);
+  v1::EvaluationResult RunWorkerOnce(const v1::EvaluateRequest& request, const std::string& scratch,
+                                 const std::string& artifact, const std::vector<int>& gpus,
+                                 Cancellation* cancel);
   void Profile(const v1::EvaluateRequest& request, const std::string& scratch,
                const std::string& artifact, const std::vector<int>& gpus, Cancellation* cancel,
                v1::EvaluationResult* result);

@@ -1,0 +1,252 @@
+// Adversarial tests of harness/containment.h with real processes: each child
+// plays a candidate (or a trusted process) and reports what it could do.
+#include "kernels/harness/containment.h"
+
+#include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/ptrace.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <string>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "kernels/harness/shm.h"
+
+namespace pkforge::kernels {
+namespace {
+
+// Runs fn in a forked child and returns its exit code.
+template <typename Fn>
+int InChild(Fn fn) {
+  const pid_t pid = fork();
+  if (pid == 0) _exit(fn());
+  int st = 0;
+  waitpid(pid, &st, 0);
+  return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+// A process that sleeps until killed (stands for a trusted process).
+pid_t Sleeper(bool non_dumpable) {
+  const pid_t pid = fork();
+  if (pid == 0) {
+    if (non_dumpable) prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+    for (;;) pause();
+  }
+  return pid;
+}
+
+void Reap(pid_t pid) {
+  kill(pid, SIGKILL);
+  waitpid(pid, nullptr, 0);
+}
+
+TEST(Harden, SignalsReachOnlyTheCandidateItself) {
+  const pid_t trusted = Sleeper(false);
+  const int rc = InChild([trusted] {
+    if (!HardenCandidateProcess().ok()) return 10;
+    if (kill(trusted, SIGSTOP) == 0 || errno != EPERM) return 11;
+    if (kill(trusted, SIGKILL) == 0) return 12;
+    if (kill(0, SIGCONT) == 0) return 13;        // own process group (shared with the judge's)
+    if (kill(-1, SIGCONT) == 0) return 14;       // everyone
+    if (syscall(SYS_tgkill, trusted, trusted, SIGKILL) == 0) return 15;
+    if (kill(getpid(), 0) != 0) return 16;       // itself: allowed (raise, abort)
+    if (raise(SIGCONT) != 0) return 17;
+    // SIGIO ownership would deliver signals to any pid.
+    int p[2];
+    if (pipe(p) != 0) return 18;
+    if (fcntl(p[0], F_SETOWN, trusted) == 0) return 19;
+    if (fcntl(p[0], F_SETSIG, SIGKILL) == 0) return 20;
+    return 0;
+  });
+  EXPECT_EQ(rc, 0);
+  // Still alive, never stopped.
+  EXPECT_EQ(kill(trusted, 0), 0);
+  EXPECT_EQ(ThreadState(trusted, trusted) == 'T', false);
+  Reap(trusted);
+}
+
+TEST(Harden, NoPtraceNoNamespacesNoCapabilities) {
+  const pid_t trusted = Sleeper(false);
+  const int rc = InChild([trusted] {
+    if (!HardenCandidateProcess().ok()) return 10;
+    if (ptrace(PTRACE_ATTACH, trusted, nullptr, nullptr) == 0) return 11;
+    if (unshare(CLONE_NEWUSER) == 0) return 12;
+    if (unshare(CLONE_NEWPID) == 0) return 13;
+    // Fork still works (candidates may start helpers; the judge tracks them).
+    const pid_t c = fork();
+    if (c == 0) _exit(7);
+    int st = 0;
+    if (c < 0 || waitpid(c, &st, 0) != c || WEXITSTATUS(st) != 7) return 14;
+    // Threads too (clone3 -> ENOSYS -> clone fallback).
+    std::atomic<int> x{0};
+    std::thread t([&] { x = 1; });
+    t.join();
+    if (x != 1) return 15;
+    // No capability left, not even after exec (checked via /proc/self/status).
+    FILE* f = fopen("/proc/self/status", "r");
+    char line[256];
+    bool bounded = false, effective = false;
+    while (f != nullptr && fgets(line, sizeof line, f)) {
+      if (strncmp(line, "CapEff:", 7) == 0) effective = strtoull(line + 7, nullptr, 16) == 0;
+      if (strncmp(line, "CapBnd:", 7) == 0) bounded = strtoull(line + 7, nullptr, 16) == 0;
+    }
+    if (f != nullptr) fclose(f);
+    if (!effective) return 16;
+    // The bounding set can only be emptied by a process that held CAP_SETPCAP.
+    if (!bounded && geteuid() == 0) return 17;
+    return 0;
+  });
+  EXPECT_EQ(rc, 0);
+  Reap(trusted);
+}
+
+TEST(Harden, SchedulingOfOtherProcessesHasNoEffect) {
+  const pid_t trusted = Sleeper(false);
+  const int before = getpriority(PRIO_PROCESS, trusted);
+  cpu_set_t all;
+  sched_getaffinity(trusted, sizeof all, &all);
+  const int rc = InChild([trusted] {
+    if (!HardenCandidateProcess().ok()) return 10;
+    setpriority(PRIO_PROCESS, trusted, 19);  // "succeeds", does nothing
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(0, &one);
+    sched_setaffinity(trusted, sizeof one, &one);
+    struct rlimit cpu = {1, 1};
+    if (prlimit(trusted, RLIMIT_CPU, &cpu, nullptr) == 0) return 11;
+    // Its own priority still works.
+    if (setpriority(PRIO_PROCESS, 0, 5) != 0) return 12;
+    return 0;
+  });
+  EXPECT_EQ(rc, 0);
+  EXPECT_EQ(getpriority(PRIO_PROCESS, trusted), before);
+  cpu_set_t after;
+  sched_getaffinity(trusted, sizeof after, &after);
+  EXPECT_TRUE(CPU_EQUAL(&all, &after));
+  struct rlimit cpu;
+  prlimit(trusted, RLIMIT_CPU, nullptr, &cpu);
+  EXPECT_EQ(cpu.rlim_cur, RLIM_INFINITY);
+  Reap(trusted);
+}
+
+TEST(NonDumpable, ProcOfATrustedProcessIsClosedToACandidate) {
+  const pid_t trusted = Sleeper(/*non_dumpable=*/true);
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));  // let it call prctl
+  const int rc = InChild([trusted] {
+    if (!HardenCandidateProcess().ok()) return 10;
+    for (const char* what : {"environ", "mem", "maps", "fd/0", "fd/1", "cwd/."}) {
+      const std::string path = "/proc/" + std::to_string(trusted) + "/" + what;
+      const int fd = open(path.c_str(), O_RDONLY);
+      if (fd >= 0) {
+        close(fd);
+        fprintf(stderr, "candidate opened %s\n", path.c_str());
+        return 11;
+      }
+    }
+    return 0;
+  });
+  EXPECT_EQ(rc, 0);
+  Reap(trusted);
+}
+
+// A candidate that arms a timer sending itself SIGCONT every millisecond
+// would continue while frozen; the freeze must notice.
+TEST(CandidateProcesses, ThawReportsAProcessThatContinuedItself) {
+  int ready[2];
+  ASSERT_EQ(pipe(ready), 0);
+  const pid_t cand = fork();
+  if (cand == 0) {
+    sigevent ev{};
+    ev.sigev_notify = SIGEV_SIGNAL;
+    ev.sigev_signo = SIGCONT;
+    timer_t t;
+    timer_create(CLOCK_MONOTONIC, &ev, &t);
+    itimerspec its{{0, 1'000'000}, {0, 1'000'000}};
+    timer_settime(t, 0, &its, nullptr);
+    if (write(ready[1], "x", 1) != 1) _exit(1);
+    volatile uint64_t n = 0;
+    for (;;) n = n + 1;  // works whenever it runs
+  }
+  char c;
+  ASSERT_EQ(read(ready[0], &c, 1), 1);
+  CandidateProcesses tree({cand}, {});
+  ASSERT_TRUE(tree.Freeze(MonotonicNs() + 2'000'000'000).ok());
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  const std::string broke = tree.Thaw();
+  EXPECT_FALSE(broke.empty()) << "a process that ran while frozen went unnoticed";
+  Reap(cand);
+}
+
+TEST(CandidateProcesses, AnHonestFreezeHoldsAndStopsEveryDescendant) {
+  int ready[2];
+  ASSERT_EQ(pipe(ready), 0);
+  const pid_t cand = fork();
+  if (cand == 0) {
+    // A grandchild in its own session: still part of the candidate.
+    if (fork() == 0) {
+      setsid();
+      if (write(ready[1], "x", 1) != 1) _exit(1);
+      for (;;) {
+        volatile int x = 0;
+        (void)x;
+      }
+    }
+    for (;;) pause();
+  }
+  char c;
+  ASSERT_EQ(read(ready[0], &c, 1), 1);
+  CandidateProcesses tree({cand}, {});
+  ASSERT_EQ(tree.List().size(), 2u);
+  ASSERT_TRUE(tree.Freeze(MonotonicNs() + 2'000'000'000).ok());
+  for (int pid : tree.List()) EXPECT_EQ(ThreadState(pid, pid), 'T') << pid;
+  std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  EXPECT_EQ(tree.Thaw(), "");
+  std::string detail;
+  EXPECT_EQ(tree.Extra(&detail).size(), 1u);
+  EXPECT_NE(detail.find("still alive"), std::string::npos);
+  EXPECT_GE(tree.KillAll(MonotonicNs() + 5'000'000'000), 1);
+  waitpid(cand, nullptr, 0);
+  EXPECT_TRUE(tree.List().empty());
+}
+
+// Deep setsid/double-fork chains: every level is found and killed, however
+// deep, and orphans re-parented to us (a subreaper) count as candidate.
+TEST(CandidateProcesses, KillAllEmptiesADeepChainOfOrphans) {
+  prctl(PR_SET_CHILD_SUBREAPER, 1);
+  int ready[2];
+  ASSERT_EQ(pipe(ready), 0);
+  const pid_t cand = fork();
+  if (cand == 0) {
+    for (int depth = 0; depth < 30; ++depth) {
+      const pid_t c = fork();
+      if (c != 0) _exit(0);  // the parent leaves: its child is an orphan
+      setsid();
+    }
+    if (write(ready[1], "x", 1) != 1) _exit(1);
+    for (;;) pause();
+  }
+  char c;
+  ASSERT_EQ(read(ready[0], &c, 1), 1);
+  waitpid(cand, nullptr, 0);  // the rank itself is gone
+  CandidateProcesses tree({cand}, {});
+  std::string detail;
+  EXPECT_GE(tree.Extra(&detail).size(), 1u) << "the orphan at the end of the chain is the candidate's";
+  tree.KillAll(MonotonicNs() + 5'000'000'000);
+  EXPECT_TRUE(tree.List().empty());
+  prctl(PR_SET_CHILD_SUBREAPER, 0);
+}
+
+}  // namespace
+}  // namespace pkforge::kernels
