@@ -212,8 +212,9 @@ std::vector<int> CandidateProcesses::List() const {
   for (int r : ranks_) todo.push_back(r);
   // Orphans: our children that are neither ranks nor trusted.
   const std::set<int> rank_set(ranks_.begin(), ranks_.end());
-  for (int c : Children(getpid()))
-    if (!rank_set.count(c) && !trusted_.count(c)) todo.push_back(c);
+  if (adopt_orphans_)
+    for (int c : Children(getpid()))
+      if (!rank_set.count(c) && !trusted_.count(c)) todo.push_back(c);
   std::set<int> seen;
   std::vector<int> out;
   while (!todo.empty()) {
@@ -237,6 +238,7 @@ absl::Status CandidateProcesses::Freeze(int64_t deadline_ns) {
       if (!AllThreadsStopped(pid)) all = false;
     }
     if (all && List().size() == pids.size()) {
+      stopped_at_ns_ = MonotonicNs();
       frozen_pids_ = std::set<int>(pids.begin(), pids.end());
       break;
     }

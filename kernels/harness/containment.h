@@ -55,8 +55,13 @@ class CandidateProcesses {
   // ranks: the candidate rank processes (children of this process);
   // trusted: other children of this process that are not candidate code
   // (the reference ranks).
-  CandidateProcesses(std::vector<int> ranks, std::vector<int> trusted)
-      : ranks_(std::move(ranks)), trusted_(trusted.begin(), trusted.end()) {}
+  // adopt_orphans: also count our other children (orphans a candidate
+  // double-forked, re-parented to us) as members; false for a set of trusted
+  // processes that is stopped only to end a clock.
+  CandidateProcesses(std::vector<int> ranks, std::vector<int> trusted, bool adopt_orphans = true)
+      : ranks_(std::move(ranks)),
+        trusted_(trusted.begin(), trusted.end()),
+        adopt_orphans_(adopt_orphans) {}
 
   // Every live (non-zombie) candidate process.
   std::vector<int> List() const;
@@ -69,6 +74,9 @@ class CandidateProcesses {
   // process. Returns an empty string when the freeze held, else what broke it.
   std::string Thaw();
   bool frozen() const { return frozen_; }
+  // MonotonicNs() at which the last Freeze() saw every thread stopped (before
+  // it read CPU times): the end of anything the candidate could still do.
+  int64_t stopped_at_ns() const { return stopped_at_ns_; }
 
   // Live candidate processes other than the rank processes themselves
   // (pids and a description into *detail when non-null).
@@ -82,7 +90,9 @@ class CandidateProcesses {
  private:
   std::vector<int> ranks_;
   std::set<int> trusted_;
+  bool adopt_orphans_ = true;
   bool frozen_ = false;
+  int64_t stopped_at_ns_ = 0;
   std::set<int> frozen_pids_;
   std::map<int, uint64_t> cpu_ns_;  // tid -> CPU time when frozen
 };
