@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/random.h>
@@ -66,6 +67,35 @@ int64_t BatchTargetNs() {
 }
 
 std::string SideName(bool ref) { return ref ? "reference" : "candidate"; }
+
+// Reference rank r and candidate rank r share one CPU (PKFORGE_PIN_RANKS=0
+// turns it off, for measurements). Candidate processes are stopped for most
+// of an evaluation while reference ranks keep working; unpinned, a candidate
+// wakes for its batch on a CPU that has idled (deep C-state, cold caches) and
+// the judge's clock charges it the wake-up. Sharing the CPU its reference
+// just worked on, both sides start alike. The pair's CPU is taken from this
+// process's allowed set, leaving the first to the judge when there is more
+// than one.
+bool PinRanks() {
+  static const bool on = [] {
+    const char* v = std::getenv("PKFORGE_PIN_RANKS");
+    return v == nullptr || std::string_view(v) != "0";
+  }();
+  return on;
+}
+std::vector<int> RankCpus(int world) {
+  cpu_set_t set;
+  std::vector<int> allowed;
+  if (sched_getaffinity(0, sizeof set, &set) == 0)
+    for (int c = 0; c < CPU_SETSIZE; ++c)
+      if (CPU_ISSET(c, &set)) allowed.push_back(c);
+  std::vector<int> cpus;
+  if (allowed.empty()) return cpus;
+  const size_t skip = allowed.size() > 1 ? 1 : 0;
+  for (int r = 0; r < world; ++r)
+    cpus.push_back(allowed[skip + static_cast<size_t>(r) % (allowed.size() - skip)]);
+  return cpus;
+}
 
 struct Proc {
   bool ref = false;
@@ -143,6 +173,19 @@ CudaCeilings NominalCeilings(const std::string& name, pkf_dtype dtype) {
 std::string SignalName(int sig) {
   const char* s = strsignal(sig);
   return s != nullptr ? s : fmt::format("signal {}", sig);
+}
+
+// PKFORGE_TIMING_DIAG=1: where a timed batch's wall time goes (stderr).
+void Diag(const char* side, int64_t t_send, int64_t t_recv, int64_t stopped,
+          const std::vector<Reply>& r) {
+  static const bool on = std::getenv("PKFORGE_TIMING_DIAG") != nullptr;
+  if (!on || r.empty()) return;
+  const Reply& x = r[0];
+  fmt::print(stderr, "timing-diag {} wake {:.1f} span {:.1f} tail {:.1f} freeze {:.1f} events {:.1f}\n",
+             side, (x.t0_ns - t_send) / 1e3,
+             x.value > 0 ? (static_cast<int64_t>(x.value) - x.t0_ns) / 1e3 : 0.0,
+             x.value > 0 ? (t_recv - static_cast<int64_t>(x.value)) / 1e3 : 0.0,
+             (stopped - t_recv) / 1e3, (x.t1_ns - x.t0_ns) / 1e3);
 }
 
 class Judge {
@@ -226,6 +269,7 @@ class Judge {
   std::vector<double> trial_ref_wall_us_;  // reference call wall times in the trials
   int frozen_windows_ = 0;
   int poison_checks_ = 0;
+  int timed_batches_ = 0;
 };
 
 void Judge::HarnessFault(const std::string& message) {
@@ -314,6 +358,7 @@ bool Judge::Spawn() {
     controls_[s]->world = static_cast<uint32_t>(o_.world_size);
   }
 
+  const std::vector<int> cpus = PinRanks() ? RankCpus(o_.world_size) : std::vector<int>{};
   procs_.resize(2 * o_.world_size);
   for (int i = 0; i < 2 * o_.world_size; ++i) {
     Proc& p = procs_[i];
@@ -352,6 +397,10 @@ bool Judge::Spawn() {
     argv.push_back(nullptr);
     const int pgid = pgid_;
     const int peer_data = fds[1][2];
+    cpu_set_t pin;
+    CPU_ZERO(&pin);
+    const bool pinned = !cpus.empty();
+    if (pinned) CPU_SET(cpus[static_cast<size_t>(p.rank)], &pin);
     const int pid = fork();
     if (pid < 0) {
       End(Result::SETUP_ERROR, "fork failed");
@@ -360,6 +409,7 @@ bool Judge::Spawn() {
     if (pid == 0) {
       // Child: async-signal-safe calls only until execve.
       setpgid(0, pgid);
+      if (pinned) sched_setaffinity(0, sizeof pin, &pin);
       prctl(PR_SET_PDEATHSIG, SIGKILL);
       if (getppid() != self) _exit(120);
       signal(SIGPIPE, SIG_DFL);
@@ -596,8 +646,10 @@ bool Judge::CandRound(const Cmd& cmd, v1::Phase phase, std::vector<Reply>* repli
   int64_t t_send = 0;
   const bool ok = RoundCmd(cands_, cmd, phase, replies, wall_ns, &t_send);
   if (!ok || !refreeze) return ok;
+  const int64_t t_recv = MonotonicNs();
   if (!Freeze(phase)) return false;
   if (wall_ns != nullptr) *wall_ns = tree_.stopped_at_ns() - t_send;
+  if (cmd.op == kOpBatch) Diag("cand", t_send, t_recv, tree_.stopped_at_ns(), *replies);
   return true;
 }
 
@@ -614,7 +666,9 @@ bool Judge::RefTimedRound(const Cmd& cmd, v1::Phase phase, std::vector<Reply>* r
   ref_tree_.Thaw();
   int64_t t_send = 0;
   if (!RoundCmd(refs_, cmd, phase, replies, wall_ns, &t_send)) return false;
+  const int64_t t_recv = MonotonicNs();
   st = ref_tree_.Freeze(MonotonicNs() + kFreezeLimitNs);
+  if (cmd.op == kOpBatch) Diag("ref", t_send, t_recv, ref_tree_.stopped_at_ns(), *replies);
   if (!st.ok()) {
     HarnessFault(fmt::format("stopping the reference ranks: {}", std::string(st.message())));
     return false;
@@ -736,11 +790,27 @@ bool Judge::IdleCheck(v1::Phase phase, const std::string& when) {
 bool Judge::OutlivedCheck(int slot, v1::Phase phase, const std::string& when) {
   if (!ThreadCheck(when) || !ProcessCheck(when) || !IdleCheck(phase, when)) return false;
   if (Cuda()) {
-    // Kernels the candidate left queued keep writing while its processes are
-    // frozen: its outputs must not change over a delay.
+    // Work the candidate queued on other streams (perhaps not even submitted
+    // to the GPU yet while its process is frozen): a device-wide synchronize
+    // in its ranks, timed by the judge's clock, must find nothing left.
+    std::vector<Reply> s;
+    int64_t sync_ns = 0;
+    if (!Round(cands_, kOpSync, 0, 0, phase, &s, &sync_ns)) return false;
+    if (sync_ns > kLingerLimitNs) {
+      const std::string d = fmt::format(
+          "{}: a device-wide synchronize right after pkf_run returned took {:.1f} ms (limit {} "
+          "ms): work queued outside the call's stream outlived the call",
+          when, sync_ns / 1e6, kLingerLimitNs / 1'000'000);
+      AddCheck("outlived_call", false, false, d);
+      End(Result::CHEAT_DETECTED, "outlived_call: " + d);
+      return false;
+    }
+    // Kernels still running keep writing while its processes are frozen:
+    // its outputs must not change over a delay and a second synchronize.
     std::vector<Reply> d1, d2;
     if (!Round(refs_, kOpDigest, slot, 0, phase, &d1)) return false;
     std::this_thread::sleep_for(std::chrono::milliseconds(o_.outlive_delay_ms));
+    if (!Round(cands_, kOpSync, 0, 0, phase, &s)) return false;
     if (!Round(refs_, kOpDigest, slot, 0, phase, &d2)) return false;
     for (size_t i = 0; i < refs_.size(); ++i) {
       if (d1[i].value != d2[i].value) {
@@ -951,8 +1021,14 @@ bool Judge::Timing() {
   batch_ = static_cast<uint32_t>(std::clamp<double>(std::ceil(BatchTargetNs() / 1e3 / per_call_us),
                                                     std::min(16u, cap), cap));
 
+  // --iters counts timed calls per side in spirit; a batch holds B >= 16 of
+  // them, so half as many batches (at least 6) give as many samples as
+  // statistics need at a fraction of the rounds; warm-up: at most 2 batches.
+  const int batches = std::max(6, (o_.iters + 1) / 2);
+  const int warm = std::min(o_.warmup, 2);
+  timed_batches_ = batches;
   uint32_t next = 0;
-  for (int j = -o_.warmup; j < o_.iters; ++j) {
+  for (int j = -warm; j < batches; ++j) {
     const bool timed = j >= 0;
     const Cmd batch{kMagic, kOpBatch, next, batch_, static_cast<uint32_t>(sets_), 0, 0};
     next = (next + batch_) % static_cast<uint32_t>(sets_);
@@ -964,7 +1040,7 @@ bool Judge::Timing() {
     if (!RoundCmd(refs_, gen, ph, &r)) return false;
     // On batches drawn from secret randomness: the candidate's outputs are
     // still poison before it runs (nothing wrote them ahead of the call).
-    if (timed && (j == 0 || j == o_.iters - 1 || SecretSeed() % 4 == 0)) {
+    if (timed && (j == 0 || j == batches - 1 || SecretSeed() % 4 == 0)) {
       Cmd pc = batch;
       pc.op = kOpPoisonCheck;
       if (!RoundCmd(refs_, pc, ph, &r)) return false;
@@ -980,7 +1056,7 @@ bool Judge::Timing() {
       }
       ++poison_checks_;
     }
-    const bool ref_first = ((j + o_.warmup) % 2) == 0;
+    const bool ref_first = ((j + warm) % 2) == 0;
     double ref_wall = 0, cand_wall = 0, ref_rep = 0, cand_rep = 0;
     auto span = [](const std::vector<Reply>& rs) {
       int64_t m = 0;
@@ -1019,7 +1095,7 @@ bool Judge::Timing() {
     return false;
   AddCheck("timed_output_reverify", true, false,
            fmt::format("every call of every timed batch verified ({} batches of {} calls, fresh "
-                       "inputs for each call)", o_.iters + o_.warmup, batch_));
+                       "inputs for each call)", batches + warm, batch_));
   AddCheck("poison_at_start", true, false,
            fmt::format("outputs still poison before the call on {} secretly chosen batches",
                        poison_checks_));
@@ -1284,7 +1360,9 @@ absl::StatusOr<Result> Judge::Evaluate() {
     if (ok && Cuda()) versions = r[0].message;
     // One reference call before any candidate code runs: lazy allocations of
     // the reference (cuBLAS workspaces, NCCL buffers) cannot be starved later.
-    ok = ok && Generate(sets_, v1::PHASE_SETUP) &&
+    const Cmd warm{kMagic, kOpGen, static_cast<uint32_t>(sets_), 1, 0, kGenReferenceOnly,
+                   SecretSeed()};
+    ok = ok && RoundCmd(refs_, warm, v1::PHASE_SETUP, &r) &&
          Round(refs_, kOpRun, static_cast<uint32_t>(sets_), 0, v1::PHASE_SETUP, &r);
     ok = ok && Round(cands_, kOpSetup, 0, 0, v1::PHASE_SETUP, &r);
     if (ok)

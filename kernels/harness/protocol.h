@@ -55,13 +55,17 @@ inline constexpr int32_t kRcHarness = -50;
 
 // A batch names `count` slots: (slot + k) % ring for k < count (ring 0 = no
 // wrap). Single-slot commands use count 1.
+// Cmd::flags
+inline constexpr uint32_t kGenReferenceOnly = 1;  // kOpGen: the reference's own buffers only
+                                                  // (before the candidate's exist)
+
 struct Cmd {
   uint32_t magic;
   uint32_t op;
   uint32_t slot;
   uint32_t count;
   uint32_t ring;
-  uint32_t pad;
+  uint32_t flags;
   uint64_t seed;
   uint32_t SlotAt(uint32_t k) const {
     return ring == 0 ? slot + k : (slot + k) % ring;

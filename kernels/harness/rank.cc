@@ -156,7 +156,8 @@ class Rank {
       switch (cmd.op) {
         case kOpSetup: Setup(&rep); break;
         case kOpGen:
-          for (uint32_t k = 0; k < cmd.count; ++k) Gen(cmd.SlotAt(k), BatchSeed(cmd.seed, k));
+          for (uint32_t k = 0; k < cmd.count; ++k)
+            Gen(cmd.SlotAt(k), BatchSeed(cmd.seed, k), (cmd.flags & kGenReferenceOnly) == 0);
           break;
         case kOpRun: Run(cmd.slot, &rep); break;
         case kOpBatch: Batch(cmd, &rep); break;
@@ -271,7 +272,7 @@ class Rank {
       PoisonBuffer(base + layout_.SlotBase(slot) + p.offset, p.numel, dtype_);
   }
 
-  void Gen(int slot, uint64_t seed) {
+  void Gen(int slot, uint64_t seed, bool candidate_too) {
     const auto& ins = layout_.in[o_.rank];
     for (size_t i = 0; i < ins.size(); ++i) {
       const Placed& p = ins[i];
@@ -279,10 +280,10 @@ class Rank {
           StreamKey(seed, p.desc.replicated ? kReplicatedRank : o_.rank, static_cast<uint32_t>(i));
       char* dst = data_ + layout_.SlotBase(slot) + p.offset;
       for (int64_t e = 0; e < p.numel; ++e) pkf_store(dst, dtype_, e, GenValue(key, e));
-      std::memcpy(cand_data_ + layout_.SlotBase(slot) + p.offset, dst, p.bytes);
+      if (candidate_too) std::memcpy(cand_data_ + layout_.SlotBase(slot) + p.offset, dst, p.bytes);
     }
     PoisonOutputs(data_, slot);
-    PoisonOutputs(cand_data_, slot);
+    if (candidate_too) PoisonOutputs(cand_data_, slot);
   }
 
   // Compares snapshot k (the candidate's outputs as they were right after
