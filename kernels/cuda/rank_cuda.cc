@@ -18,6 +18,7 @@
 //           draws the ncclUniqueId into the side's control block, peers read
 //           it after the side barrier); CUDA-event timing per call.
 // Single-threaded (plus the threads CUDA and NCCL create during setup).
+#include <cuda.h>
 #include <cuda_runtime.h>
 #include <dlfcn.h>
 #include <nccl.h>
@@ -175,7 +176,7 @@ class CudaRank {
       std::memset(&rep, 0, sizeof rep);
       rep.op = cmd.op;
       const bool needs_slot = cmd.op != kOpSetup && cmd.op != kOpExit && cmd.op != kOpSync &&
-                              cmd.op != kOpIdle;
+                              cmd.op != kOpIdle && cmd.op != kOpSwitch;
       bool bad = cmd.count < 1 || cmd.count > static_cast<uint32_t>(o_.slots) ||
                  cmd.ring > static_cast<uint32_t>(o_.slots);
       for (uint32_t k = 0; needs_slot && !bad && k < cmd.count; ++k)
@@ -201,6 +202,7 @@ class CudaRank {
         case kOpSnapCompare: SnapCompare(cmd.slot, &rep); break;
         case kOpPoisonCheck: NotPoison(cmd, &rep); break;
         case kOpIdle: Idle(&rep); break;
+        case kOpSwitch: SwitchContext(&rep); break;
         case kOpPoison: Failed(&rep, PoisonOutputs(CandBase(), cmd.slot), "poison"); break;
         case kOpSync: Failed(&rep, cudaDeviceSynchronize(), "device synchronize"); break;
         case kOpExit:
@@ -523,6 +525,37 @@ class CudaRank {
     return e;
   }
 
+  // Timed batches of both sides start from the same GPU state: the GPU last
+  // ran a context that is neither side's (measured on the H200: a batch that
+  // followed work of another process's context started ~150 us later on the
+  // GPU than one that followed its own; the reference's inputs are generated
+  // in the reference's context, so without this only the candidate paid).
+  void SwitchContext(Reply* rep) {
+    if (!ref_) return;
+    if (other_ctx_ == nullptr) {
+      CUdevice dev;
+      CUresult r = cuDeviceGet(&dev, o_.rank);
+      if (r == CUDA_SUCCESS) r = cuCtxCreate(&other_ctx_, nullptr, 0, dev);  // CUDA 13: v4 signature
+      if (r != CUDA_SUCCESS) {
+        rep->rc = -10;
+        snprintf(rep->message, sizeof rep->message, "creating the switch context failed (%d)",
+                 static_cast<int>(r));
+        return;
+      }
+      cuCtxPopCurrent(nullptr);  // back to the runtime's primary context
+    }
+    if (cuCtxPushCurrent(other_ctx_) != CUDA_SUCCESS) {
+      rep->rc = -10;
+      snprintf(rep->message, sizeof rep->message, "switch context");
+      return;
+    }
+    cudaError_t e = LaunchDelay(1, nullptr);
+    if (e == cudaSuccess) e = cudaDeviceSynchronize();
+    CUcontext popped = nullptr;
+    cuCtxPopCurrent(&popped);
+    Failed(rep, e, "switch context kernel");
+  }
+
   // ns until an empty kernel completes on this GPU: a context of the
   // candidate that still runs work makes it wait for a time slice.
   void Idle(Reply* rep) {
@@ -658,6 +691,7 @@ class CudaRank {
   char* cand_data_ = nullptr;  // ref: the candidate rank's allocation (IPC)
   char* snapshot_ = nullptr;   // ref: device copies of candidate outputs, one per call of a batch
   int64_t snapshot_bytes_ = 0;
+  CUcontext other_ctx_ = nullptr;  // ref: an idle context for SwitchContext
   void* scratch_mem_ = nullptr;
   cudaStream_t stream_ = nullptr;
   cudaEvent_t start_ = nullptr, stop_ = nullptr;

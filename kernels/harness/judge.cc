@@ -994,11 +994,16 @@ bool Judge::Timing() {
   // The fixed cost of one round (pipes, wake-ups, a device-wide synchronize
   // on cuda), measured on the trusted side only: nothing the candidate does
   // can change it.
+  // cuda: what is subtracted includes the GPU context switch every timed
+  // batch starts with (kOpSwitch, then one empty kernel in the reference's
+  // context).
   double o = 1e30;
+  const Cmd sw{kMagic, kOpSwitch, 0, 1, 0, 0, 0};
   for (int i = 0; i < 7; ++i) {
     int64_t wall = 0;
-    const Cmd sync{kMagic, kOpSync, 0, 1, 0, 0, 0};
-    if (!RefTimedRound(sync, ph, &r, &wall)) return false;
+    const Cmd probe{kMagic, Cuda() ? kOpIdle : kOpSync, 0, 1, 0, 0, 0};
+    if (Cuda() && !RoundCmd(refs_, sw, ph, &r)) return false;
+    if (!RefTimedRound(probe, ph, &r, &wall)) return false;
     o = std::min(o, wall / 1e3);
   }
   overhead_us_ = o;
@@ -1065,6 +1070,7 @@ bool Judge::Timing() {
     };
     for (int k = 0; k < 2; ++k) {
       int64_t wall = 0;
+      if (Cuda() && !RoundCmd(refs_, sw, ph, &r)) return false;
       if ((k == 0) == ref_first) {
         if (!RefTimedRound(batch, ph, &r, &wall)) return false;
         ref_wall = wall / 1e3;

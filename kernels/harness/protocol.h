@@ -36,6 +36,9 @@ enum Op : uint32_t {
   kOpPoisonCheck = 12,  // ref: value = output elements of the batch's candidate slots that are
                         //      not poison (must be 0 before the candidate runs)
   kOpIdle = 13,     // ref (cuda): value = ns for an empty kernel to complete on this GPU
+  kOpSwitch = 15,   // ref (cuda): run an empty kernel in a second, idle GPU context of this
+                    //       rank, so the next timed batch of either side starts with a
+                    //       context switch alike (host: no-op)
   kOpHello = 14,    // cand: sent unasked once hardened, before any candidate code is loaded;
                     //       rc = kRcHarness when hardening failed (the only trusted cand reply)
 };

@@ -141,7 +141,7 @@ class Rank {
       std::memset(&rep, 0, sizeof rep);
       rep.op = cmd.op;
       const bool slotted = cmd.op != kOpSetup && cmd.op != kOpExit && cmd.op != kOpSync &&
-                           cmd.op != kOpIdle;
+                           cmd.op != kOpIdle && cmd.op != kOpSwitch;
       bool bad = cmd.count < 1 || cmd.count > static_cast<uint32_t>(o_.slots) ||
                  cmd.ring > static_cast<uint32_t>(o_.slots);
       for (uint32_t k = 0; slotted && !bad && k < cmd.count; ++k)
@@ -169,6 +169,7 @@ class Rank {
         case kOpPoison: PoisonOutputs(cand_data_, cmd.slot); break;
         case kOpSync: break;  // host: pkf_run is synchronous
         case kOpIdle: break;  // host: no device that could stay busy
+        case kOpSwitch: break;
         case kOpExit:
           if (teardown_ != nullptr) teardown_(&ctx_);
           WriteReply(&rep);
