@@ -40,30 +40,26 @@ bool DeviceQueue::FitsLocked(const Waiter& w) const {
   return free_healthy >= w.gpu_count;
 }
 
-void DeviceQueue::NotifyPositionsLocked(std::vector<std::function<void()>>* calls) {
+void DeviceQueue::NotifyPositionsLocked() {
   int gpu_pos = 0, host_pos = 0, gpu_len = 0, host_len = 0;
   const auto order = OrderLocked();
   for (const Waiter* w : order) (w->gpu_count == 0 ? host_len : gpu_len)++;
+  bool changed = false;
   for (const Waiter* cw : order) {
     Waiter* w = const_cast<Waiter*>(cw);
     const bool host = w->gpu_count == 0;
     const int pos = host ? host_pos++ : gpu_pos++;
     const int len = host ? host_len : gpu_len;
-    if (pos == w->last_position && len == w->last_length) continue;
-    w->last_position = pos;
-    w->last_length = len;
-    if (w->on_position) calls->push_back([cb = w->on_position, pos, len] { cb(pos, len); });
+    changed = changed || pos != w->position || len != w->length;
+    w->position = pos;
+    w->length = len;
   }
+  if (changed) cv_.notify_all();
 }
 
 absl::StatusOr<std::unique_ptr<DeviceQueue::Lease>> DeviceQueue::Acquire(
     int gpu_count, const std::string& client_key, const PositionCallback& on_position,
     const std::atomic<bool>* cancel) {
-  std::vector<std::function<void()>> calls;
-  auto run_calls = [&calls] {
-    for (auto& c : calls) c();
-    calls.clear();
-  };
   std::unique_lock lock(mu_);
   if (shutdown_) return absl::UnavailableError("executor is shutting down");
   if (gpu_count > 0 && gpu_count > usable_gpus_locked_count()) {
@@ -74,7 +70,7 @@ absl::StatusOr<std::unique_ptr<DeviceQueue::Lease>> DeviceQueue::Acquire(
   const uint64_t id = next_id_++;
   if (waiting_.find(client_key) == waiting_.end() || waiting_[client_key].empty())
     client_order_.push_back(client_key);
-  waiting_[client_key].push_back(Waiter{id, gpu_count, client_key, on_position});
+  waiting_[client_key].push_back(Waiter{id, gpu_count, client_key});
   auto remove_me = [&] {
     auto& q = waiting_[client_key];
     q.remove_if([id](const Waiter& w) { return w.id == id; });
@@ -83,19 +79,31 @@ absl::StatusOr<std::unique_ptr<DeviceQueue::Lease>> DeviceQueue::Acquire(
       client_order_.remove(client_key);
     }
   };
-  NotifyPositionsLocked(&calls);
-  for (;;) {
-    if (!calls.empty()) {
+  // Reports this waiter's own position when it changed: the callback runs
+  // on this thread, inside this call, so whatever it captured is alive.
+  int reported_position = -1, reported_length = -1;
+  auto report = [&] {
+    auto it = waiting_.find(client_key);
+    if (it == waiting_.end() || !on_position) return;
+    for (const Waiter& w : it->second) {
+      if (w.id != id) continue;
+      if (w.position == reported_position && w.length == reported_length) return;
+      reported_position = w.position;
+      reported_length = w.length;
+      const int pos = w.position, len = w.length;
       lock.unlock();
-      run_calls();
+      on_position(pos, len);
       lock.lock();
+      return;
     }
+  };
+  NotifyPositionsLocked();
+  for (;;) {
+    report();
     if (cancel != nullptr && cancel->load()) {
       remove_me();
-      NotifyPositionsLocked(&calls);
+      NotifyPositionsLocked();
       cv_.notify_all();
-      lock.unlock();
-      run_calls();
       return absl::CancelledError("cancelled while queued");
     }
     if (shutdown_) {
@@ -104,10 +112,8 @@ absl::StatusOr<std::unique_ptr<DeviceQueue::Lease>> DeviceQueue::Acquire(
     }
     if (gpu_count > 0 && gpu_count > usable_gpus_locked_count()) {
       remove_me();
-      NotifyPositionsLocked(&calls);
+      NotifyPositionsLocked();
       cv_.notify_all();
-      lock.unlock();
-      run_calls();
       return absl::FailedPreconditionError(absl::StrCat(
           "world_size: ", gpu_count, " GPUs asked, but GPUs left the pool while queued"));
     }
@@ -141,10 +147,8 @@ absl::StatusOr<std::unique_ptr<DeviceQueue::Lease>> DeviceQueue::Acquire(
         client_order_.remove(client_key);
         client_order_.push_back(client_key);
       }
-      NotifyPositionsLocked(&calls);
+      NotifyPositionsLocked();
       cv_.notify_all();
-      lock.unlock();
-      run_calls();
       return std::unique_ptr<Lease>(new Lease(this, std::move(granted), gpu_count == 0));
     }
     cv_.wait_for(lock, std::chrono::milliseconds(100));

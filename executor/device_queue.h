@@ -59,8 +59,9 @@ class DeviceQueue {
     bool host_;
   };
 
-  // Position 0 = next to run; called whenever it changes (from any thread,
-  // with no lock held; keep it cheap).
+  // Position 0 = next to run; called whenever it changes, only on the thread
+  // that called Acquire() and only while that call waits (no lock held), so
+  // it may capture that caller's locals.
   using PositionCallback = std::function<void(int position, int queue_length)>;
 
   DeviceQueue(std::vector<int> gpus, int host_slots);
@@ -84,18 +85,23 @@ class DeviceQueue {
   void Poke();
 
  private:
+  // A waiter's callback is never stored here: it belongs to the Acquire()
+  // call that waits, and only that call's own thread runs it (with no lock
+  // held), after reading the position NotifyPositionsLocked() left for it.
+  // (Running other waiters' callbacks after unlocking let a callback outlive
+  // the cancelled evaluation whose stack frame it captured: issue #15.)
   struct Waiter {
     uint64_t id;
     int gpu_count;
     std::string client;
-    PositionCallback on_position;
-    int last_position = -1;
-    int last_length = -1;
+    int position = -1;  // current, set under mu_
+    int length = -1;
   };
   void Release(const std::vector<int>& gpus, bool host);
   // Fair order of all waiters; requires mu_.
   std::vector<const Waiter*> OrderLocked() const;
-  void NotifyPositionsLocked(std::vector<std::function<void()>>* calls);
+  // Recomputes every waiter's position (each reports its own); wakes them.
+  void NotifyPositionsLocked();
   bool FitsLocked(const Waiter& w) const;
   int usable_gpus_locked_count() const;
 

@@ -149,3 +149,50 @@ TEST(DeviceQueue, ShutdownFailsWaiters) {
 
 }  // namespace
 }  // namespace pkforge::executor
+
+namespace pkforge::executor {
+namespace {
+
+// Issue #15: a waiter's position callback captured its evaluation's stack
+// frame and ran on *another* waiter's thread, after the lock was released,
+// possibly after the owner had been cancelled and returned (executor
+// segfault). Each callback must run only on its own waiter's thread while
+// that waiter is still inside Acquire().
+TEST(DeviceQueue, PositionCallbacksRunOnlyOnTheirOwnThreadWhileItWaits) {
+  DeviceQueue q({}, 1);
+  auto held = q.Acquire(0, "holder", nullptr, nullptr);
+  ASSERT_TRUE(held.ok());
+  constexpr int kN = 24;
+  std::atomic<int> violations{0}, calls{0}, done{0};
+  std::vector<std::atomic<bool>> cancel(kN);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kN; ++i) {
+    threads.emplace_back([&, i] {
+      struct Frame {
+        std::thread::id owner = std::this_thread::get_id();
+        std::atomic<bool> inside{true};
+      } frame;
+      auto cb = [&frame, &violations, &calls](int, int) {
+        ++calls;
+        if (std::this_thread::get_id() != frame.owner || !frame.inside) ++violations;
+      };
+      auto lease = q.Acquire(0, "client" + std::to_string(i % 5), cb, &cancel[i]);
+      frame.inside = false;
+      ++done;
+      // The lease (if any) is returned here, letting the next waiter in.
+    });
+  }
+  while (q.queue_length() < kN) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  // Cancellations in a burst: every remaining waiter's position changes
+  // while cancelled waiters leave.
+  for (int i = 0; i < kN; i += 2) cancel[i] = true;
+  q.Poke();
+  while (done < kN / 2) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  held->reset();  // the others now run one after another
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(violations.load(), 0) << "a callback ran on another waiter's thread or after its return";
+  EXPECT_GT(calls.load(), kN);
+}
+
+}  // namespace
+}  // namespace pkforge::executor
