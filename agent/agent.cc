@@ -88,7 +88,8 @@ absl::Status ValidateJobSpec(const v1::JobSpec& spec) {
       }
       return absl::OkStatus();
     case v1::AGENT_KIND_REPLAY:
-      if (a.replay_dir().empty()) return Invalid("agent.replay_dir is empty");
+      if (a.replay_dir().empty() && a.replay_sources().empty())
+        return Invalid("agent.replay_sources (or replay_dir) is empty");
       return absl::OkStatus();
     default:
       return Invalid("agent.kind: expected llm, search or replay");

@@ -1,5 +1,13 @@
-// The replay agent: evaluates the files of a directory in sorted order (for
-// re-evaluating an old run on new hardware, and for tests).
+// The replay agent: evaluates candidates in order: the sources sent in the
+// job spec (replay_sources), or the regular files of a directory the
+// orchestrator resolved under its operator's replay root (sorted by name;
+// opened relative to the directory without following symbolic links, so a
+// link inside cannot lead to a file elsewhere on the host).
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
@@ -21,21 +29,35 @@ class ReplayAgent final : public Agent {
   ReplayAgent(AgentEnv env, AgentOptions options) : ctx_(env, options) {}
 
   absl::StatusOr<AgentResult> Run() override {
-    const std::string& dir = ctx_.spec().agent().replay_dir();
-    std::error_code ec;
-    if (!fs::is_directory(dir, ec)) {
-      return absl::NotFoundError(AsAbsl(fmt::format("replay_dir {} is not a directory", dir)));
+    const auto& a = ctx_.spec().agent();
+    std::vector<Item> files;
+    if (!a.replay_sources().empty()) {
+      for (const auto& src : a.replay_sources())
+        files.push_back(Item{src.name().empty() ? fmt::format("source {}", files.size()) : src.name(),
+                             src.source(), true});
+    } else {
+      const std::string& dir = a.replay_dir();
+      dir_fd_ = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+      if (dir_fd_ < 0)
+        return absl::NotFoundError(AsAbsl(fmt::format("replay_dir {} is not a directory", dir)));
+      const int list_fd = dup(dir_fd_);
+      DIR* d = list_fd >= 0 ? fdopendir(list_fd) : nullptr;
+      if (d == nullptr) {
+        if (list_fd >= 0) close(list_fd);
+        return absl::UnavailableError(AsAbsl(fmt::format("listing {} failed", dir)));
+      }
+      while (dirent* e = readdir(d)) {
+        const std::string name = e->d_name;
+        if (name.empty() || name[0] == '.') continue;  // editor and VCS droppings
+        struct stat st;
+        // lstat semantics: a symbolic link is skipped, never followed.
+        if (fstatat(dir_fd_, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode))
+          files.push_back(Item{name, "", false});
+      }
+      closedir(d);
+      std::sort(files.begin(), files.end(),
+                [](const Item& x, const Item& y) { return x.name < y.name; });
     }
-    std::vector<fs::path> files;
-    for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
-      const std::string name = it->path().filename().string();
-      if (name.empty() || name[0] == '.') continue;  // editor and VCS droppings
-      if (it->is_regular_file(ec)) files.push_back(it->path());
-    }
-    if (ec) return absl::UnavailableError(AsAbsl(fmt::format("listing {}: {}", dir, ec.message())));
-    std::sort(files.begin(), files.end(),
-              [](const fs::path& a, const fs::path& b) { return a.filename() < b.filename(); });
-
     const auto& opts = ctx_.options();
     const int n = ctx_.spec().agent().strategy().n();
     const int parallel = std::max(1, opts.parallel_evaluations > 0 ? opts.parallel_evaluations : n);
@@ -46,8 +68,8 @@ class ReplayAgent final : public Agent {
           std::min<size_t>({static_cast<size_t>(parallel), files.size() - next,
                             static_cast<size_t>(std::max(1, ctx_.RemainingEvaluations()))}));
       std::string note =
-          k == 1 ? fmt::format("replay {}", files[next].filename().string())
-                 : fmt::format("replay {} files from {}", k, files[next].filename().string());
+          k == 1 ? fmt::format("replay {}", files[next].name)
+                 : fmt::format("replay {} files from {}", k, files[next].name);
       ASSIGN_OR_RETURN(TurnInfo turn, ctx_.BeginTurn(note));
       std::vector<absl::Status> fatal(k);
       RunConcurrently(k, [&](int i) { fatal[i] = EvaluateFile(turn.id, files[next + i]); });
@@ -58,24 +80,55 @@ class ReplayAgent final : public Agent {
   }
 
  private:
-  absl::Status EvaluateFile(const std::string& turn_id, const fs::path& path) {
-    if (!ctx_.TryReserveEvaluation()) return absl::OkStatus();
-    std::ifstream in(path, std::ios::binary);
-    std::stringstream buf;
-    buf << in.rdbuf();
-    if (!in.good() && !in.eof()) {
-      ctx_.ReleaseEvaluation();
-      return ctx_.Log(turn_id, "warn", fmt::format("cannot read {}: skipped", path.string()));
+  struct Item {
+    std::string name;
+    std::string source;  // inline sources
+    bool inline_source = false;
+  };
+
+  // The file's bytes, opened relative to the resolved directory with
+  // O_NOFOLLOW (a link swapped in after listing is refused, not followed).
+  absl::StatusOr<std::string> Read(const std::string& name) const {
+    const int fd = openat(dir_fd_, name.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0) return absl::NotFoundError(AsAbsl(fmt::format("cannot open {}", name)));
+    struct stat st;
+    std::string out;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+      close(fd);
+      return absl::FailedPreconditionError(AsAbsl(fmt::format("{} is not a regular file", name)));
     }
-    const std::string source = buf.str();
+    char buf[65536];
+    for (;;) {
+      const ssize_t n = read(fd, buf, sizeof buf);
+      if (n <= 0) break;
+      out.append(buf, static_cast<size_t>(n));
+      if (out.size() > kMaxCandidateBytes) break;
+    }
+    close(fd);
+    return out;
+  }
+
+  absl::Status EvaluateFile(const std::string& turn_id, const Item& item) {
+    if (!ctx_.TryReserveEvaluation()) return absl::OkStatus();
+    std::string source = item.source;
+    if (!item.inline_source) {
+      absl::StatusOr<std::string> read = Read(item.name);
+      if (!read.ok()) {
+        ctx_.ReleaseEvaluation();
+        return ctx_.Log(turn_id, "warn",
+                        fmt::format("cannot read {}: skipped ({})", item.name,
+                                    AsStd(read.status().message())));
+      }
+      source = std::move(*read);
+    }
     if (source.size() > kMaxCandidateBytes) {
       ctx_.ReleaseEvaluation();
       return ctx_.Log(turn_id, "warn",
-                      fmt::format("{} is {} bytes, over the {} byte limit: skipped", path.string(),
-                                  source.size(), kMaxCandidateBytes));
+                      fmt::format("{} is over the {} byte limit: skipped", item.name,
+                                  kMaxCandidateBytes));
     }
     ASSIGN_OR_RETURN(Evaluated ev,
-                     ctx_.Evaluate(turn_id, source, "replay:" + path.filename().string(), "", ""));
+                     ctx_.Evaluate(turn_id, source, "replay:" + item.name, "", ""));
     if (ev.error.ok()) {
       ctx_.Success(JobContext::Kind::kEvaluation);
       return absl::OkStatus();
@@ -86,6 +139,12 @@ class ReplayAgent final : public Agent {
   }
 
   JobContext ctx_;
+  int dir_fd_ = -1;
+
+ public:
+  ~ReplayAgent() override {
+    if (dir_fd_ >= 0) close(dir_fd_);
+  }
 };
 
 }  // namespace

@@ -213,9 +213,25 @@ int RunLocal(const LocalOptions& o) {
   if (!st.ok()) return ReportStatus("local", st);
   auto exec_addr = AwaitLine(&executor, "pkforge-executor listening on ", 180);
   if (!exec_addr.ok()) return ReportStatus("local", exec_addr.status());
-  st = Spawn({orchestrator_exe, "--listen", "127.0.0.1:0", "--db", (data / "pkforge.db").string(),
-              "--executor", Trim(*exec_addr)},
-             (data / "logs" / "orchestrator.log").string(), &orchestrator);
+  // The local user is the orchestrator's operator: the LLM flags become its
+  // one provider ("local"), the replay directory its replay root.
+  std::vector<std::string> orch_argv = {orchestrator_exe, "--listen", "127.0.0.1:0", "--db",
+                                        (data / "pkforge.db").string(), "--executor",
+                                        Trim(*exec_addr)};
+  if (agent == "llm") {
+    orch_argv.push_back("--provider");
+    orch_argv.push_back(absl::StrCat("local=", o.provider == "anthropic" ? "anthropic" : "openai", ",",
+                                     o.base_url.empty() ? (o.provider == "anthropic"
+                                                               ? "https://api.anthropic.com"
+                                                               : "https://api.openai.com/v1")
+                                                        : o.base_url,
+                                     ",", o.api_key_env));
+  }
+  if (agent == "replay") {
+    orch_argv.push_back("--replay-root");
+    orch_argv.push_back(fs::absolute(o.replay_dir).string());
+  }
+  st = Spawn(orch_argv, (data / "logs" / "orchestrator.log").string(), &orchestrator);
   if (!st.ok()) return ReportStatus("local", st);
   auto orch_addr = AwaitLine(&orchestrator, "LISTENING ", 60);
   if (!orch_addr.ok()) return ReportStatus("local", orch_addr.status());
@@ -245,10 +261,8 @@ int RunLocal(const LocalOptions& o) {
   auto* a = spec.mutable_agent();
   a->set_kind(agent == "llm" ? v1::AGENT_KIND_LLM : agent == "replay" ? v1::AGENT_KIND_REPLAY : v1::AGENT_KIND_SEARCH);
   if (agent == "llm") {
-    a->mutable_llm()->set_provider(o.provider == "anthropic" ? v1::PROVIDER_ANTHROPIC : v1::PROVIDER_OPENAI);
+    a->mutable_llm()->set_provider_name("local");
     a->mutable_llm()->set_model(o.model);
-    a->mutable_llm()->set_base_url(o.base_url);
-    a->mutable_llm()->set_api_key_env(o.api_key_env);
   }
   if (agent == "replay") a->set_replay_dir(fs::absolute(o.replay_dir).string());
   spec.mutable_budget()->set_wall_seconds(*budget);

@@ -4,6 +4,8 @@
 // default, proto3 JSON with --json; exit codes as in cli/commands.h, and
 // `watch` exits 0 only when the job succeeded.
 #include "cli/remote.h"
+#include <algorithm>
+#include <filesystem>
 
 #include <google/protobuf/util/json_util.h>
 #include <unistd.h>
@@ -161,7 +163,7 @@ struct SubmitOptions {
   std::string job_file;
   std::string problem = "allreduce", backend = "host", dtype, size = "tiny", agent = "search";
   int world_size = 1;
-  std::string provider = "openai", model, base_url, api_key_env;
+  std::string provider_name, model;
   double temperature = 0.7;
   std::string strategy = "sequential";
   int n = 0;
@@ -208,18 +210,34 @@ absl::StatusOr<v1::JobSpec> SpecFromFlags(const SubmitOptions& o) {
               : o.agent == "replay" ? v1::AGENT_KIND_REPLAY
                                     : v1::AGENT_KIND_SEARCH);
   if (o.agent == "llm") {
-    a->mutable_llm()->set_provider(o.provider == "anthropic" ? v1::PROVIDER_ANTHROPIC
-                                                             : v1::PROVIDER_OPENAI);
+    a->mutable_llm()->set_provider_name(o.provider_name);
     a->mutable_llm()->set_model(o.model);
-    a->mutable_llm()->set_base_url(o.base_url);
-    a->mutable_llm()->set_api_key_env(o.api_key_env);
     a->mutable_llm()->set_temperature(o.temperature);
     a->mutable_strategy()->set_kind(o.strategy == "best_of_n" ? v1::STRATEGY_BEST_OF_N
                                     : o.strategy == "tree"    ? v1::STRATEGY_TREE
                                                               : v1::STRATEGY_SEQUENTIAL);
     a->mutable_strategy()->set_n(o.n);
   }
-  if (o.agent == "replay") a->set_replay_dir(o.replay_dir);
+  if (o.agent == "replay") {
+    // The candidates travel in the request (the orchestrator reads no files
+    // for clients unless its operator set a replay root).
+    namespace fs = std::filesystem;
+    std::vector<fs::path> files;
+    std::error_code ec;
+    for (fs::directory_iterator it(o.replay_dir, ec), end; !ec && it != end; it.increment(ec))
+      if (it->is_regular_file(ec) && it->path().filename().string()[0] != '.')
+        files.push_back(it->path());
+    if (ec) return absl::InvalidArgumentError(absl::StrCat("--replay-dir ", o.replay_dir, ": ", ec.message()));
+    std::sort(files.begin(), files.end());
+    for (const auto& f : files) {
+      std::ifstream in(f, std::ios::binary);
+      std::stringstream buf;
+      buf << in.rdbuf();
+      auto* src = a->add_replay_sources();
+      src->set_name(f.filename().string());
+      src->set_source(buf.str());
+    }
+  }
   ASSIGN_OR_RETURN(double wall, ParseDuration(o.budget));
   auto* b = s.mutable_budget();
   b->set_wall_seconds(wall);
@@ -490,17 +508,16 @@ void RegisterRemote(CLI::App& app, int* exit_code) {
     cmd->add_option("--agent", o->agent, "llm | search | replay")
         ->check(CLI::IsMember({"llm", "search", "replay"}))
         ->capture_default_str();
-    cmd->add_option("--provider", o->provider, "openai | anthropic")
-        ->check(CLI::IsMember({"openai", "anthropic"}));
+    cmd->add_option("--provider", o->provider_name,
+                    "llm: one of the orchestrator's providers (its operator configures them "
+                    "with pkforge-orchestrator --provider NAME=KIND,BASE_URL,KEY_ENV)");
     cmd->add_option("--model", o->model, "LLM model");
-    cmd->add_option("--base-url", o->base_url, "LLM endpoint base URL");
-    cmd->add_option("--api-key-env", o->api_key_env,
-                    "Name of the orchestrator's environment variable holding the key");
     cmd->add_option("--temperature", o->temperature, "LLM temperature");
     cmd->add_option("--strategy", o->strategy, "sequential | best_of_n | tree")
         ->check(CLI::IsMember({"sequential", "best_of_n", "tree"}));
     cmd->add_option("--n", o->n, "best_of_n: candidates per turn");
-    cmd->add_option("--replay-dir", o->replay_dir, "replay: directory on the orchestrator host");
+    cmd->add_option("--replay-dir", o->replay_dir,
+                    "replay: local directory whose files are sent as the candidates");
     cmd->add_option("--budget", o->budget, "Wall-clock budget, e.g. 90s, 10m, 1h");
     cmd->add_option("--max-turns", o->max_turns, "Turn budget");
     cmd->add_option("--max-evaluations", o->max_evaluations, "Evaluation budget");

@@ -1,5 +1,7 @@
 #include "orchestrator/config.h"
 
+#include <set>
+
 #include <fstream>
 #include <sstream>
 
@@ -8,6 +10,28 @@
 #include "nlohmann/json.hpp"
 
 namespace pkforge::orchestrator {
+
+absl::StatusOr<LlmProvider> ParseProvider(const std::string& flag) {
+  const size_t eq = flag.find('=');
+  if (eq == std::string::npos)
+    return absl::InvalidArgumentError("--provider: expected NAME=KIND,BASE_URL[,KEY_ENV]");
+  LlmProvider p;
+  p.name = flag.substr(0, eq);
+  std::vector<std::string> parts;
+  std::string rest = flag.substr(eq + 1);
+  for (size_t at = 0;;) {
+    const size_t comma = rest.find(',', at);
+    parts.push_back(rest.substr(at, comma == std::string::npos ? std::string::npos : comma - at));
+    if (comma == std::string::npos) break;
+    at = comma + 1;
+  }
+  if (parts.size() < 2 || parts.size() > 3)
+    return absl::InvalidArgumentError("--provider: expected NAME=KIND,BASE_URL[,KEY_ENV]");
+  p.kind = parts[0];
+  p.base_url = parts[1];
+  if (parts.size() == 3) p.key_env = parts[2];
+  return p;
+}
 namespace {
 
 using nlohmann::json;
@@ -74,6 +98,30 @@ absl::StatusOr<OrchestratorConfig> LoadConfigFile(const std::string& path,
     PKF_FIELD(llm_max_backoff_ms)
     PKF_FIELD(parallel_evaluations)
 #undef PKF_FIELD
+    if (k == "providers") {
+      if (!v.is_array()) return Bad("providers", "expected an array");
+      c.providers.clear();
+      for (const auto& e : v) {
+        if (!e.is_object()) return Bad("providers[]", "expected an object");
+        LlmProvider pr;
+        for (const auto& f : e.items()) {
+          const std::string key = "providers[]." + f.key();
+          if (!f.value().is_string()) return Bad(key, "expected a string");
+          if (f.key() == "name") pr.name = f.value().get<std::string>();
+          else if (f.key() == "kind") pr.kind = f.value().get<std::string>();
+          else if (f.key() == "base_url") pr.base_url = f.value().get<std::string>();
+          else if (f.key() == "key_env") pr.key_env = f.value().get<std::string>();
+          else return Bad(key, "unknown key");
+        }
+        c.providers.push_back(std::move(pr));
+      }
+      continue;
+    }
+    if (k == "replay_root") {
+      if (!v.is_string()) return Bad(k, "expected a string");
+      c.replay_root = v.get<std::string>();
+      continue;
+    }
     if (k == "executors") {
       if (!v.is_array()) return Bad(k, "expected an array");
       c.executors.clear();
@@ -109,6 +157,19 @@ absl::StatusOr<OrchestratorConfig> LoadConfigFile(const std::string& path,
 }
 
 absl::Status ValidateConfig(const OrchestratorConfig& c) {
+  std::set<std::string> provider_names;
+  for (const auto& pr : c.providers) {
+    if (pr.name.empty() || pr.name.size() > 64 ||
+        pr.name.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-") !=
+            std::string::npos)
+      return Bad("providers[].name", fmt::format("'{}': 1-64 of [A-Za-z0-9_.-]", pr.name));
+    if (!provider_names.insert(pr.name).second)
+      return Bad("providers[].name", fmt::format("'{}' twice", pr.name));
+    if (pr.kind != "openai" && pr.kind != "anthropic")
+      return Bad("providers[].kind", fmt::format("'{}': expected openai or anthropic", pr.kind));
+    if (pr.base_url.rfind("http://", 0) != 0 && pr.base_url.rfind("https://", 0) != 0)
+      return Bad("providers[].base_url", fmt::format("'{}': expected an http(s) URL", pr.base_url));
+  }
   if (c.listen.find(':') == std::string::npos) return Bad("listen", "expected HOST:PORT");
   if (c.db.empty()) return Bad("db", "is empty");
   if (c.max_concurrent_jobs < 1) return Bad("max_concurrent_jobs", "must be >= 1");

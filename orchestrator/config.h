@@ -14,6 +14,18 @@
 
 namespace pkforge::orchestrator {
 
+// An LLM provider the operator allows jobs to use (issue #15: a client never
+// chooses which environment variable is sent, nor to which host). Clients
+// name it in LlmConfig.provider_name.
+struct LlmProvider {
+  std::string name;      // what clients put in provider_name
+  std::string kind;      // openai | anthropic
+  std::string base_url;  // http(s)://...
+  std::string key_env;   // environment variable of this process holding the key ("" = none)
+};
+// "NAME=KIND,BASE_URL[,KEY_ENV]" (the --provider flag).
+absl::StatusOr<LlmProvider> ParseProvider(const std::string& flag);
+
 struct ExecutorEndpoint {
   std::string address;     // HOST:PORT
   std::string token_file;  // bearer token for this executor; "" = executor_token_file
@@ -25,6 +37,11 @@ struct OrchestratorConfig {
   std::string listen = "127.0.0.1:50061";
   std::string db = "pkforge-data/trajectory.db";
   std::vector<ExecutorEndpoint> executors;
+  std::vector<LlmProvider> providers;  // the only LLM endpoints and keys jobs may use
+  // Replay jobs may read candidates from files only under this directory
+  // (resolved, symlinks included); "" = replay sources only inline in the
+  // request.
+  std::string replay_root;
   std::string executor_token_file;  // default bearer token sent to executors
   // Required for any non-loopback listen address: clients must send
   // "authorization: Bearer <token>".

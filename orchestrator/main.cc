@@ -32,6 +32,14 @@ int main(int argc, char** argv) {
                      ->capture_default_str();
   auto* db = app.add_option("--db", flags.db, "Trajectory database (SQLite)")->capture_default_str();
   app.add_option("--executor", executors, "Executor HOST:PORT (repeatable)");
+  std::vector<std::string> providers;
+  app.add_option("--provider", providers,
+                 "LLM provider jobs may use, NAME=KIND,BASE_URL[,KEY_ENV] (repeatable; KIND "
+                 "openai|anthropic; KEY_ENV names this process's environment variable holding "
+                 "the key). Clients pick one by NAME; they never choose URLs or variables.");
+  auto* replay_root = app.add_option("--replay-root", flags.replay_root,
+                                     "Directory replay jobs may read candidates from (default: "
+                                     "none; clients send sources inline)");
   auto* token = app.add_option("--token-file", flags.token_file,
                                "Bearer token clients must send (required off loopback)");
   auto* etoken = app.add_option("--executor-token-file", flags.executor_token_file,
@@ -75,6 +83,18 @@ int main(int argc, char** argv) {
   take(key, config.tls_key, flags.tls_key);
   take(hb, config.heartbeat_interval_s, flags.heartbeat_interval_s);
   take(hi, config.health_interval_s, flags.health_interval_s);
+  if (!providers.empty()) {
+    config.providers.clear();
+    for (const auto& f : providers) {
+      auto p = pkforge::orchestrator::ParseProvider(f);
+      if (!p.ok()) {
+        std::fprintf(stderr, "pkforge-orchestrator: %s\n", std::string(p.status().message()).c_str());
+        return 2;
+      }
+      config.providers.push_back(*p);
+    }
+  }
+  if (*replay_root) config.replay_root = flags.replay_root;
   if (!executors.empty()) {
     config.executors.clear();
     for (const auto& e : executors) config.executors.push_back(ExecutorEndpoint{.address = e});

@@ -68,6 +68,8 @@ absl::StatusOr<std::unique_ptr<Orchestrator>> Orchestrator::Start(
   jo.agent.llm.retry.initial_backoff_ms = config.llm_initial_backoff_ms;
   jo.agent.llm.retry.max_backoff_ms = config.llm_max_backoff_ms;
   jo.agent.parallel_evaluations = config.parallel_evaluations;
+  jo.providers = config.providers;
+  jo.replay_root = config.replay_root;
   o->jobs_ = std::make_unique<JobManager>(jo, o->store_.get(), o->log_.get(), o->pool_.get(),
                                           &o->metrics_);
   RETURN_IF_ERROR(Annotate(o->jobs_->Recover(), "recovering jobs"));

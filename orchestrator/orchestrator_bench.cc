@@ -110,7 +110,8 @@ int main(int argc, char** argv) {
       {"/usr/bin/taskset", "-c", std::to_string(cpu), orch_bin, "--listen", "127.0.0.1:0", "--db",
        dir + "/traj.db", "--executor", (*exec)->address(), "--max-concurrent-jobs",
        std::to_string(jobs), "--log-level", "warn", "--metrics-listen",
-       fmt::format("127.0.0.1:{}", metrics_port)},
+       fmt::format("127.0.0.1:{}", metrics_port), "--provider",
+       "bench=openai," + (*provider)->base_url() + "/v1,PKF_BENCH_KEY"},
       30, dir + "/orchestrator.log");
   if (!orch.ok()) {
     std::fprintf(stderr, "%s\n", orch.status().ToString().c_str());
@@ -133,8 +134,7 @@ int main(int argc, char** argv) {
       {
         grpc::ClientContext ctx;
         v1::SubmitJobRequest req;
-        *req.mutable_spec() = orchestrator::testing::LlmSpec((*provider)->base_url() + "/v1",
-                                                             "PKF_BENCH_KEY", turns);
+        *req.mutable_spec() = orchestrator::testing::LlmSpec("bench", turns);
         grpc::Status s = stub->SubmitJob(&ctx, req, &job);
         if (!s.ok()) {
           std::fprintf(stderr, "submit: %s\n", s.error_message().c_str());

@@ -71,7 +71,8 @@ CmdResult Pkforge(const std::string& args) {
 }
 
 absl::StatusOr<std::unique_ptr<ChildProcess>> StartOrchestratorProcess(
-    const std::string& dir, const std::vector<std::string>& executors) {
+    const std::string& dir, const std::vector<std::string>& executors,
+    const std::string& provider_url = "http://127.0.0.1:1/v1") {
   std::vector<std::string> argv = {PKFORGE_ORCH_BIN,      "--listen",
                                    "127.0.0.1:0",         "--db",
                                    dir + "/traj.db",      "--heartbeat-interval",
@@ -81,6 +82,8 @@ absl::StatusOr<std::unique_ptr<ChildProcess>> StartOrchestratorProcess(
     argv.push_back("--executor");
     argv.push_back(e);
   }
+  argv.push_back("--provider");
+  argv.push_back(std::string("test=openai,") + provider_url + "," + kKeyEnv);
   return ChildProcess::Start(argv, 20, dir + "/orchestrator.log");
 }
 
@@ -123,12 +126,12 @@ TEST_F(ProcessTest, SigkillMidJobThenRestartResumesOrInterruptsAndLosesNothing) 
     r.delay_ms = 100;
     return r;
   });
-  auto orch = StartOrchestratorProcess(dir_, {(*exec)->address()});
+  auto orch = StartOrchestratorProcess(dir_, {(*exec)->address()}, (*provider)->base_url() + "/v1");
   ASSERT_TRUE(orch.ok()) << orch.status();
   auto stub = testing::Client((*orch)->address());
   auto search = Submit(stub.get(), testing::SearchSpec(16, 60));
   ASSERT_TRUE(search.ok()) << search.status();
-  auto llm = Submit(stub.get(), testing::LlmSpec((*provider)->base_url() + "/v1", kKeyEnv, 50));
+  auto llm = Submit(stub.get(), testing::LlmSpec("test", 50));
   ASSERT_TRUE(llm.ok()) << llm.status();
   // Let both make progress, then kill the orchestrator without warning.
   auto before = testing::Watch(stub.get(), search->id(), 0, false, 12);
@@ -143,7 +146,7 @@ TEST_F(ProcessTest, SigkillMidJobThenRestartResumesOrInterruptsAndLosesNothing) 
   const std::string turns_before = Query(db, "SELECT id, turn_index FROM turns ORDER BY id");
   EXPECT_EQ(Query(db, "SELECT state FROM jobs WHERE id='" + search->id() + "'"), "running\n");
 
-  auto again = StartOrchestratorProcess(dir_, {(*exec)->address()});
+  auto again = StartOrchestratorProcess(dir_, {(*exec)->address()}, (*provider)->base_url() + "/v1");
   ASSERT_TRUE(again.ok()) << again.status();
   stub = testing::Client((*again)->address());
   auto s_done = testing::WaitForEnd(stub.get(), search->id(), 30);

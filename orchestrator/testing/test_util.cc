@@ -1,4 +1,6 @@
 #include "orchestrator/testing/test_util.h"
+#include <sstream>
+#include <algorithm>
 
 #include <fcntl.h>
 #include <poll.h>
@@ -40,20 +42,33 @@ v1::JobSpec ReplaySpec(const std::string& dir, double wall_s) {
   v1::JobSpec s = SearchSpec(0, wall_s);
   s.mutable_budget()->set_max_evaluations(0);
   s.mutable_agent()->set_kind(v1::AGENT_KIND_REPLAY);
-  s.mutable_agent()->set_replay_dir(dir);
+  // The client reads its files and sends them (the orchestrator reads no
+  // files for clients without a replay root).
+  std::vector<std::filesystem::path> files;
+  std::error_code ec;
+  for (std::filesystem::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec))
+    if (it->is_regular_file(ec)) files.push_back(it->path());
+  std::sort(files.begin(), files.end());
+  for (const auto& f : files) {
+    std::ifstream in(f, std::ios::binary);
+    std::stringstream buf;
+    buf << in.rdbuf();
+    auto* src = s.mutable_agent()->add_replay_sources();
+    src->set_name(f.filename().string());
+    src->set_source(buf.str());
+  }
+  if (files.empty()) s.mutable_agent()->set_replay_dir(dir);  // refused: no replay root
   return s;
 }
 
-v1::JobSpec LlmSpec(const std::string& base_url, const std::string& key_env, int max_turns) {
+v1::JobSpec LlmSpec(const std::string& provider_name, int max_turns) {
   v1::JobSpec s = SearchSpec(0, 60);
   s.mutable_budget()->set_max_evaluations(0);
   s.mutable_budget()->set_max_turns(max_turns);
   auto* a = s.mutable_agent();
   a->set_kind(v1::AGENT_KIND_LLM);
-  a->mutable_llm()->set_provider(v1::PROVIDER_OPENAI);
+  a->mutable_llm()->set_provider_name(provider_name);
   a->mutable_llm()->set_model("gpt-4o");
-  a->mutable_llm()->set_base_url(base_url);
-  a->mutable_llm()->set_api_key_env(key_env);
   a->mutable_strategy()->set_kind(v1::STRATEGY_SEQUENTIAL);
   return s;
 }

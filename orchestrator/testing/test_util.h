@@ -23,7 +23,9 @@ std::string MakeTempDir(const std::string& prefix);
 
 v1::JobSpec SearchSpec(int max_evaluations = 8, double wall_s = 60);
 v1::JobSpec ReplaySpec(const std::string& dir, double wall_s = 60);
-v1::JobSpec LlmSpec(const std::string& base_url, const std::string& key_env, int max_turns = 3);
+// An llm job on the orchestrator's provider `provider_name` (configure it
+// with WithProvider / --provider).
+v1::JobSpec LlmSpec(const std::string& provider_name, int max_turns = 3);
 
 std::unique_ptr<v1::Orchestrator::Stub> Client(const std::string& address);
 
