@@ -23,6 +23,7 @@
 #include "common/sha256.h"
 #include "common/status.h"
 #include "google/protobuf/util/json_util.h"
+#include "kernels/harness/eval_validation.h"
 #include "kernels/harness/problem.h"
 #include "kernels/harness/problem_info.h"
 #include "kernels/harness/result_frame.h"
@@ -106,40 +107,30 @@ Pipeline::Pipeline(const Runtime* runtime, Compiler* compiler, DeviceQueue* queu
 
 absl::Status Pipeline::Validate(const v1::EvaluateRequest& r) const {
   const ExecutorConfig& c = runtime_->config();
-  auto problem = kernels::FindProblem(r.problem());
-  if (!problem.ok()) {
-    std::vector<std::string> names;
-    for (const kernels::Problem* p : kernels::Problems()) names.emplace_back(p->name);
-    return absl::InvalidArgumentError(absl::StrCat(
-        "problem: '", r.problem().substr(0, 64), "' is unknown (known: ", absl::StrJoin(names, ", "), ")"));
-  }
-  const kernels::Problem& p = **problem;
-  if (r.backend() != v1::BACKEND_HOST && r.backend() != v1::BACKEND_CUDA)
-    return absl::InvalidArgumentError("backend: required (BACKEND_HOST or BACKEND_CUDA)");
+  // The rules the orchestrator checks jobs with (kernels/harness/eval_validation.h),
+  // with this executor's limits; what depends on its state follows.
   const bool cuda = r.backend() == v1::BACKEND_CUDA;
+  kernels::EvalLimits limits{.max_host_world_size = c.max_host_world_size,
+                             .max_trials = c.max_trials,
+                             .max_iters = c.max_iters,
+                             .max_timeout_s = c.max_timeout_s,
+                             .host_memory_bytes = c.run_memory_mb << 20};
+  if (cuda) {
+    const v1::DeviceInfo device = devices_->Describe(*queue_);
+    for (const auto& g : device.gpus())
+      if (g.memory_bytes() > 0 && (limits.gpu_memory_bytes == 0 || g.memory_bytes() < limits.gpu_memory_bytes))
+        limits.gpu_memory_bytes = g.memory_bytes();
+  }
+  RETURN_IF_ERROR(kernels::ValidateEvaluation(r, limits));
   if (cuda && !devices_->cuda_available())
     return absl::FailedPreconditionError(
         "backend: cuda is not available on this executor (no usable GPU); use BACKEND_HOST");
   if (cuda && !compiler_->cuda_available())
     return absl::FailedPreconditionError("backend: cuda needs nvcc, which this executor lacks");
-  if (r.world_size() < 1)
-    return absl::InvalidArgumentError(absl::StrCat("world_size: ", r.world_size(), " (must be >= 1)"));
-  if (r.world_size() < p.min_world || r.world_size() > p.max_world)
-    return absl::InvalidArgumentError(absl::StrCat("world_size: ", r.world_size(), " is outside ",
-                                                   p.min_world, "..", p.max_world, " for ",
-                                                   AsAbsl(p.name)));
   if (cuda && r.world_size() > queue_->usable_gpus())
     return absl::FailedPreconditionError(absl::StrCat("world_size: ", r.world_size(),
                                                       " GPUs asked, this executor has ",
                                                       queue_->usable_gpus(), " usable"));
-  if (!cuda && r.world_size() > c.max_host_world_size)
-    return absl::InvalidArgumentError(absl::StrCat("world_size: ", r.world_size(),
-                                                   " exceeds the host backend's limit of ",
-                                                   c.max_host_world_size));
-  RETURN_IF_ERROR(kernels::FromProtoDtype(p, r.dtype()).status());
-  ASSIGN_OR_RETURN(std::string size, kernels::SizeSpecToString(p, r.size()));
-  if (auto dims = kernels::ResolveSize(p, size, r.world_size()); !dims.ok())
-    return absl::InvalidArgumentError(absl::StrCat("size: ", dims.status().message()));
   if (r.source().empty()) return absl::InvalidArgumentError("source: empty");
   if (static_cast<int64_t>(r.source().size()) > c.max_source_bytes)
     return absl::InvalidArgumentError(absl::StrCat("source: ", r.source().size(),
@@ -147,26 +138,10 @@ absl::Status Pipeline::Validate(const v1::EvaluateRequest& r) const {
                                                    c.max_source_bytes));
   if (!ValidUtf8(r.source())) return absl::InvalidArgumentError("source: not valid UTF-8");
   RETURN_IF_ERROR(compiler_->ValidateFlags(r.backend(), {r.extra_flags().begin(), r.extra_flags().end()}));
-  if (r.trials() < 0 || r.trials() > c.max_trials)
-    return absl::InvalidArgumentError(absl::StrCat("trials: ", r.trials(), " (0..", c.max_trials, ")"));
-  if (r.warmup_iters() < 0 || r.warmup_iters() > c.max_iters)
-    return absl::InvalidArgumentError(absl::StrCat("warmup_iters: ", r.warmup_iters(), " (0..", c.max_iters, ")"));
-  if (r.timed_iters() < 0 || r.timed_iters() > c.max_iters)
-    return absl::InvalidArgumentError(absl::StrCat("timed_iters: ", r.timed_iters(), " (0..", c.max_iters, ")"));
-  if (!(r.timeout_s() >= 0) || r.timeout_s() > c.max_timeout_s)
-    return absl::InvalidArgumentError(absl::StrCat("timeout_s: ", r.timeout_s(), " (0..", c.max_timeout_s, ")"));
-  if (!v1::SanitizerTool_IsValid(r.sanitize()))
-    return absl::InvalidArgumentError(absl::StrCat("sanitize: unknown tool ", r.sanitize()));
-  if (r.sanitize() != v1::SANITIZER_NONE) {
-    if (!cuda) return absl::FailedPreconditionError("sanitize: compute-sanitizer needs backend cuda");
-    if (c.sanitizer_path.empty())
-      return absl::FailedPreconditionError("sanitize: compute-sanitizer is not installed on this executor");
-  }
-  if (r.profile()) {
-    if (!cuda) return absl::FailedPreconditionError("profile: Nsight Compute needs backend cuda");
-    if (c.ncu_path.empty())
-      return absl::FailedPreconditionError("profile: ncu is not installed on this executor");
-  }
+  if (r.sanitize() != v1::SANITIZER_NONE && c.sanitizer_path.empty())
+    return absl::FailedPreconditionError("sanitize: compute-sanitizer is not installed on this executor");
+  if (r.profile() && c.ncu_path.empty())
+    return absl::FailedPreconditionError("profile: ncu is not installed on this executor");
   if (r.client_tag().size() > 256)
     return absl::InvalidArgumentError("client_tag: longer than 256 bytes");
   return absl::OkStatus();

@@ -145,6 +145,73 @@ absl::Status FromJson(std::string_view json, google::protobuf::Message* m) {
   return absl::OkStatus();
 }
 
+v1::EvaluateRequest EvaluationOf(const v1::JobSpec& spec) {
+  // As agent/job_context.cc builds each evaluation of the job.
+  v1::EvaluateRequest r;
+  r.set_problem(spec.problem());
+  r.set_backend(spec.backend());
+  r.set_world_size(spec.world_size());
+  r.set_dtype(spec.dtype());
+  *r.mutable_size() = spec.size();
+  r.set_trials(spec.eval().trials());
+  r.set_warmup_iters(spec.eval().warmup_iters());
+  r.set_timed_iters(spec.eval().timed_iters());
+  r.set_timeout_s(spec.eval().timeout_s());
+  r.set_profile(spec.eval().profile());
+  r.set_sanitize(spec.eval().sanitize());
+  return r;
+}
+
+kernels::EvalLimits EvalLimitsFor(const absl::StatusOr<v1::DeviceInfo>& device) {
+  kernels::EvalLimits limits;
+  if (!device.ok()) return limits;
+  for (const auto& g : device->gpus()) {
+    if (g.memory_bytes() > 0 &&
+        (limits.gpu_memory_bytes == 0 || g.memory_bytes() < limits.gpu_memory_bytes)) {
+      limits.gpu_memory_bytes = g.memory_bytes();
+    }
+  }
+  return limits;
+}
+
+namespace {
+
+absl::Status CheckLength(const std::string& field, const std::string& value, size_t max) {
+  if (value.size() <= max) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      fmt::format("{}: {} bytes, longer than {} (starts {})", field, value.size(), max,
+                  kernels::ClientText(value, 32)));
+}
+
+}  // namespace
+
+absl::Status ValidateJobSpecFields(const v1::JobSpec& spec, const kernels::EvalLimits& limits) {
+  // Strings first, so no later message can quote a huge one.
+  const v1::AgentConfig& a = spec.agent();
+  RETURN_IF_ERROR(CheckLength("spec.problem", spec.problem(), kernels::kMaxNameBytes));
+  RETURN_IF_ERROR(CheckLength("spec.label", spec.label(), 256));
+  RETURN_IF_ERROR(CheckLength("spec.agent.search_algorithm", a.search_algorithm(),
+                              kMaxAlgorithmBytes));
+  RETURN_IF_ERROR(CheckLength("spec.agent.replay_dir", a.replay_dir(), kMaxPathBytes));
+  RETURN_IF_ERROR(CheckLength("spec.agent.llm.model", a.llm().model(), kMaxModelBytes));
+  RETURN_IF_ERROR(CheckLength("spec.agent.llm.base_url", a.llm().base_url(), kMaxBaseUrlBytes));
+  RETURN_IF_ERROR(CheckLength("spec.agent.llm.api_key_env", a.llm().api_key_env(),
+                              kMaxEnvNameBytes));
+  if (spec.size().size_case() == v1::SizeSpec::kPreset) {
+    RETURN_IF_ERROR(CheckLength("spec.size.preset", spec.size().preset(), kernels::kMaxNameBytes));
+  }
+  for (const auto& [name, value] : spec.size().dims().values()) {
+    RETURN_IF_ERROR(CheckLength("spec.size.dims", name, kernels::kMaxNameBytes));
+  }
+  const double wall = spec.budget().wall_seconds();
+  if (!(wall >= 0) || wall > kMaxWallSeconds) {
+    return absl::InvalidArgumentError(fmt::format(
+        "spec.budget.wall_seconds: {} (0..{}, 0 = no wall budget)", wall, kMaxWallSeconds));
+  }
+  return kernels::ValidateEvaluation(EvaluationOf(spec), limits,
+                                     {.config = "spec.", .settings = "spec.eval."});
+}
+
 absl::StatusOr<storage::JobRecord> NewJobRecord(const std::string& id, const v1::JobSpec& spec,
                                                 int64_t created_wall_us) {
   storage::JobRecord r;
@@ -220,6 +287,12 @@ const google::protobuf::Message* PayloadOf(const v1::Event& e, std::string* type
     case v1::Event::kLog:
       *type = "log";
       return &e.log();
+    case v1::Event::kEvaluationAborted:
+      *type = "evaluation_aborted";
+      return &e.evaluation_aborted();
+    case v1::Event::kWaitingForExecutor:
+      *type = "waiting_for_executor";
+      return &e.waiting_for_executor();
     default:
       return nullptr;
   }
@@ -257,6 +330,10 @@ absl::StatusOr<v1::Event> EventFromRecord(const storage::EventRecord& r) {
     payload = e.mutable_evaluation_finished();
   } else if (r.type == "best_improved") {
     payload = e.mutable_best_improved();
+  } else if (r.type == "evaluation_aborted") {
+    payload = e.mutable_evaluation_aborted();
+  } else if (r.type == "waiting_for_executor") {
+    payload = e.mutable_waiting_for_executor();
   } else {
     // "log" and any type an older or newer writer used: shown as a log line so
     // a replay never silently drops a stored event.

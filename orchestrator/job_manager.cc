@@ -61,6 +61,11 @@ JobManager::~JobManager() { Shutdown("shutdown", 1e9); }
 // ------------------------------------------------------------- validation
 
 absl::Status JobManager::Validate(const v1::JobSpec& spec) const {
+  // Bounded strings and budget, and the executor's own rules for every
+  // evaluation of the job (convert.h; cuda: the GPU memory of its executor).
+  RETURN_IF_ERROR(ValidateJobSpecFields(spec, spec.backend() == v1::BACKEND_CUDA
+                                                  ? EvalLimitsFor(pool_->DeviceFor(spec))
+                                                  : kernels::EvalLimits{}));
   if (spec.problem().empty()) return Invalid("spec.problem", "is required");
   if (spec.backend() != v1::BACKEND_HOST && spec.backend() != v1::BACKEND_CUDA) {
     return Invalid("spec.backend", "expected host or cuda");
@@ -367,6 +372,16 @@ void JobManager::RunJob(std::shared_ptr<Job> job) {
       final_state = v1::JOB_STATE_FAILED;
       error = std::string(result.status().message());
       reason = "failed";
+    }
+    // Every evaluation refused by the executors (a configuration they never
+    // run): the job failed, whatever the agent made of having no result.
+    const ProgressSnapshot progress = job->progress.Get();
+    if (final_state == v1::JOB_STATE_SUCCEEDED && progress.evaluations == 0 &&
+        progress.refused > 0) {
+      final_state = v1::JOB_STATE_FAILED;
+      error = fmt::format("every evaluation ({}) was refused by the executor: {}",
+                          progress.refused, progress.first_refusal);
+      reason = error;
     }
   }
   absl::Status s = Transition(*job, final_state, reason, error);

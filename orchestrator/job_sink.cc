@@ -117,6 +117,11 @@ absl::Status JobSink::OnEvaluationFinished(const agent::EvaluationEntry& e) {
     p->set_message(fmt::format("no result: {}", e.error.ToString()));
     p->mutable_stages()->set_queue_ms(e.queue_ms);
     RETURN_IF_ERROR(Append(std::move(ev)));
+    if (absl::IsInvalidArgument(e.error) || absl::IsFailedPrecondition(e.error)) {
+      progress_->Update([&](ProgressSnapshot& s) {
+        if (s.refused++ == 0) s.first_refusal = std::string(e.error.message());
+      });
+    }
     if (metrics_ != nullptr) metrics_->EvaluationFinished("NO_RESULT");
     return absl::OkStatus();
   }

@@ -48,6 +48,10 @@ struct ProgressSnapshot {
   double best_roofline_fraction = 0;
   v1::EvaluationResult::Status last_status = v1::EvaluationResult::STATUS_UNSPECIFIED;
   int64_t last_elapsed_ms = 0;
+  // Evaluations the executor refused (INVALID_ARGUMENT / FAILED_PRECONDITION:
+  // it will never run this configuration) and the first refusal's message.
+  int32_t refused = 0;
+  std::string first_refusal;
 };
 
 class JobProgress {

@@ -3,14 +3,18 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 
+#include <cmath>
 #include <deque>
 #include <map>
 #include <set>
 
+#include "absl/strings/str_cat.h"
 #include "common/grpc_status.h"
 #include "common/ids.h"
 #include "common/status.h"
 #include "fmt/format.h"
+#include "kernels/harness/eval_validation.h"
+#include "kernels/harness/problem_info.h"
 #include "orchestrator/convert.h"
 #include "spdlog/spdlog.h"
 #include "storage/plateau.h"
@@ -20,6 +24,82 @@
 namespace pkforge::orchestrator {
 
 namespace asio = boost::asio;
+
+namespace {
+
+// gRPC carries a status message in a trailer; one past the client's metadata
+// limit (8 KiB by default) turns the real error into RESOURCE_EXHAUSTED.
+// Requests are validated so no message quotes a long client string; this is
+// the backstop for any message that still grew long.
+constexpr size_t kMaxStatusMessageBytes = 1024;
+
+absl::Status Bounded(absl::Status s) {
+  if (s.message().size() <= kMaxStatusMessageBytes) return s;
+  size_t n = kMaxStatusMessageBytes;
+  while (n > 0 && (static_cast<unsigned char>(s.message()[n]) & 0xC0) == 0x80) --n;
+  return absl::Status(s.code(), absl::StrCat(s.message().substr(0, n), "... (",
+                                             s.message().size(), " bytes)"));
+}
+
+absl::Status Invalid(std::string_view field, const std::string& why) {
+  return absl::InvalidArgumentError(fmt::format("{}: {}", field, why));
+}
+
+absl::Status CheckLength(std::string_view field, const std::string& v, size_t max) {
+  if (v.size() <= max) return absl::OkStatus();
+  return Invalid(field, fmt::format("{} bytes, longer than {}", v.size(), max));
+}
+
+// Filters and reasons: names and labels are at most this long when stored.
+constexpr size_t kMaxFilterBytes = 256;
+constexpr size_t kMaxCancelReasonBytes = 512;
+// AnalyzePlateau: every curve of the report has at most grid_points points
+// per group and per fast_p threshold, so both are bounded.
+constexpr int kMaxGridPoints = 2000;
+constexpr int kMaxListedValues = 64;
+constexpr int kMaxSelectedJobs = 10000;
+
+// Every field bounded and named: the report's size (and this process's
+// memory) grows with grid_points, thresholds and jobs.
+absl::Status ValidatePlateauRequest(const v1::AnalyzePlateauRequest& req) {
+  if (!v1::TimeAxis_IsValid(req.axis())) {
+    return Invalid("axis", fmt::format("unknown value {}", static_cast<int>(req.axis())));
+  }
+  if (!std::isfinite(req.epsilon()) || req.epsilon() < 0) {
+    return Invalid("epsilon", fmt::format("{} (must be finite, >= 0; 0 = 0.01)", req.epsilon()));
+  }
+  if (!std::isfinite(req.window_s()) || req.window_s() < 0) {
+    return Invalid("window_s", fmt::format("{} (must be finite, >= 0; 0 = rest of run)",
+                                           req.window_s()));
+  }
+  if (req.grid_points() < 0 || req.grid_points() == 1 || req.grid_points() > kMaxGridPoints) {
+    return Invalid("grid_points",
+                   fmt::format("{} (2..{}, 0 = 50)", req.grid_points(), kMaxGridPoints));
+  }
+  auto bounded_list = [](std::string_view field, int n) {
+    return n > kMaxListedValues
+               ? Invalid(field, fmt::format("{} values, at most {}", n, kMaxListedValues))
+               : absl::OkStatus();
+  };
+  RETURN_IF_ERROR(bounded_list("group_by", req.group_by_size()));
+  RETURN_IF_ERROR(bounded_list("fast_p", req.fast_p_size()));
+  RETURN_IF_ERROR(bounded_list("budgets_s", req.budgets_s_size()));
+  RETURN_IF_ERROR(bounded_list("fractions", req.fractions_size()));
+  for (const auto& k : req.group_by()) RETURN_IF_ERROR(CheckLength("group_by", k, 32));
+  const v1::JobSelector& selector = req.jobs();
+  if (selector.job_ids_size() > kMaxSelectedJobs) {
+    return Invalid("jobs.job_ids", fmt::format("{} ids, at most {}", selector.job_ids_size(),
+                                               kMaxSelectedJobs));
+  }
+  RETURN_IF_ERROR(CheckLength("jobs.problem", selector.problem(), kMaxFilterBytes));
+  RETURN_IF_ERROR(CheckLength("jobs.model", selector.model(), kMaxFilterBytes));
+  RETURN_IF_ERROR(CheckLength("jobs.strategy", selector.strategy(), kMaxFilterBytes));
+  RETURN_IF_ERROR(CheckLength("jobs.agent_kind", selector.agent_kind(), kMaxFilterBytes));
+  RETURN_IF_ERROR(CheckLength("jobs.label", selector.label(), kMaxFilterBytes));
+  return absl::OkStatus();
+}
+
+}  // namespace
 
 OrchestratorService::OrchestratorService(Options options, Deps deps)
     : options_(options),
@@ -48,7 +128,7 @@ grpc::ServerUnaryReactor* OrchestratorService::Unary(grpc::CallbackServerContext
     return reactor;
   }
   asio::post(pool_, [reactor, fn = std::move(fn)]() mutable {
-    reactor->Finish(ToGrpcStatus(fn()));
+    reactor->Finish(ToGrpcStatus(Bounded(fn())));
   });
   return reactor;
 }
@@ -77,6 +157,12 @@ grpc::ServerUnaryReactor* OrchestratorService::ListJobs(grpc::CallbackServerCont
                                                         const v1::ListJobsRequest* req,
                                                         v1::ListJobsResponse* resp) {
   return Unary(ctx, [this, req, resp]() -> absl::Status {
+    if (!v1::JobState_IsValid(req->state())) {
+      return Invalid("state", fmt::format("unknown value {}", static_cast<int>(req->state())));
+    }
+    RETURN_IF_ERROR(CheckLength("problem", req->problem(), kMaxFilterBytes));
+    RETURN_IF_ERROR(CheckLength("model", req->model(), kMaxFilterBytes));
+    RETURN_IF_ERROR(CheckLength("label", req->label(), kMaxFilterBytes));
     ASSIGN_OR_RETURN(*resp, deps_.jobs->List(*req));
     return absl::OkStatus();
   });
@@ -86,6 +172,8 @@ grpc::ServerUnaryReactor* OrchestratorService::CancelJob(grpc::CallbackServerCon
                                                          const v1::CancelJobRequest* req,
                                                          v1::Job* resp) {
   return Unary(ctx, [this, req, resp]() -> absl::Status {
+    // The reason is stored in the job's events: every ListJobs/GetJob repeats it.
+    RETURN_IF_ERROR(CheckLength("reason", req->reason(), kMaxCancelReasonBytes));
     ASSIGN_OR_RETURN(*resp, deps_.jobs->Cancel(req->job_id(), req->reason()));
     return absl::OkStatus();
   });
@@ -95,8 +183,46 @@ grpc::ServerUnaryReactor* OrchestratorService::ListProblems(grpc::CallbackServer
                                                             const v1::ListProblemsRequest* req,
                                                             v1::ListProblemsResponse* resp) {
   return Unary(ctx, [this, req, resp]() -> absl::Status {
-    (void)req;
-    for (auto& p : deps_.executors->Problems()) *resp->add_problems() = std::move(p);
+    // As the executor's ListProblems (kernels/harness/problem_info.h): with
+    // world_size the tensors of that configuration (a problem it does not
+    // fit is listed without them), the reference only when asked. What the
+    // executors offer (backends, world sizes) comes from the executors.
+    if (req->world_size() < 0) return Invalid("world_size", "must be >= 0");
+    if (!v1::Dtype_IsValid(req->dtype())) {
+      return Invalid("dtype", fmt::format("unknown value {}", static_cast<int>(req->dtype())));
+    }
+    if (req->size().size_case() == v1::SizeSpec::kPreset &&
+        !kernels::IsSizePreset(req->size().preset())) {
+      return Invalid("size.preset", fmt::format("{} is unknown (tiny, default, large)",
+                                                kernels::ClientText(req->size().preset())));
+    }
+    if (req->size().dims().values_size() > kernels::kMaxDims) {
+      return Invalid("size.dims", fmt::format("more than {} dimensions", kernels::kMaxDims));
+    }
+    for (const auto& [name, value] : req->size().dims().values()) {
+      RETURN_IF_ERROR(CheckLength("size.dims", name, kernels::kMaxNameBytes));
+    }
+    for (auto& p : deps_.executors->Problems()) {
+      p.clear_inputs();
+      p.clear_outputs();
+      p.clear_reference_source();
+      auto local = kernels::FindProblem(p.name());
+      if (local.ok()) {
+        auto info = kernels::DescribeProblem(**local, *req);
+        if (!info.ok() && req->world_size() > 0) {
+          v1::ListProblemsRequest statics = *req;
+          statics.set_world_size(0);
+          info = kernels::DescribeProblem(**local, statics);
+        }
+        if (info.ok()) {
+          *p.mutable_inputs() = info->inputs();
+          *p.mutable_outputs() = info->outputs();
+          p.set_reference_source(info->reference_source());
+          if (p.statement_markdown().empty()) p.set_statement_markdown(info->statement_markdown());
+        }
+      }
+      *resp->add_problems() = std::move(p);
+    }
     return absl::OkStatus();
   });
 }
@@ -203,6 +329,7 @@ absl::Status OrchestratorService::DoGetTrajectory(const v1::GetTrajectoryRequest
 
 absl::Status OrchestratorService::DoAnalyzePlateau(const v1::AnalyzePlateauRequest& req,
                                                    v1::PlateauReport* resp) {
+  RETURN_IF_ERROR(ValidatePlateauRequest(req));
   storage::PlateauOptions opts;
   opts.axis = req.axis() == v1::TIME_AXIS_ACTIVE ? storage::TimeAxis::kActive
                                                  : storage::TimeAxis::kElapsed;
@@ -322,6 +449,13 @@ class OrchestratorService::WatchCore final
         auto last = svc_->deps_.store->LastEventSeq(req_.job_id());
         if (!last.ok()) {
           error = ToGrpcStatus(last.status());
+        } else if (req_.after_seq() > *last) {
+          // Seqs only grow and every event is committed before any watcher
+          // sees it, so no client has seen this seq: following from there
+          // would wait forever, also after the job ended (issue #15).
+          error = grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                               fmt::format("after_seq: {} is beyond the job's last event ({})",
+                                           req_.after_seq(), *last));
         } else {
           std::lock_guard lock(mu_);
           target_seq_ = *last;

@@ -69,6 +69,7 @@ class FakeExecutor::Service final : public v1::Executor::Service {
       auto* g = resp->add_gpus();
       g->set_index(i);
       g->set_name("Fake GPU");
+      g->set_memory_bytes(o_.gpu_memory_bytes);
       g->set_healthy(true);
     }
     resp->mutable_ceilings()->set_hbm_gbps(4000);
@@ -114,6 +115,9 @@ class FakeExecutor::Service final : public v1::Executor::Service {
     if (auto s = Check(ctx); !s.ok()) return s;
     if (req->source().empty()) {
       return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "source is empty");
+    }
+    if (!o_.refuse_evaluations.empty()) {
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, o_.refuse_evaluations);
     }
     const int now_in = in_flight_.fetch_add(1) + 1;
     int prev = max_in_flight_.load();

@@ -33,6 +33,10 @@ struct FakeExecutorOptions {
   std::string token;        // required bearer token, "" = none
   std::string log_file;     // append "evaluate <client_tag>\n" per request (flushed)
   std::string executor_id = "fake-executor";
+  // Non-empty: every Evaluate is refused with INVALID_ARGUMENT and this
+  // message, as an executor refuses a configuration it never runs.
+  std::string refuse_evaluations;
+  int64_t gpu_memory_bytes = 0;  // GpuInfo.memory_bytes of every fake GPU (0 = unknown)
 };
 
 // The result the fake returns for `source` (see the top comment).

@@ -1,0 +1,151 @@
+#include "kernels/harness/eval_validation.h"
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/status.h"
+#include "fmt/format.h"
+#include "kernels/harness/problem_info.h"
+
+namespace pkforge::kernels {
+
+std::string ClientText(std::string_view s, size_t max) {
+  size_t n = std::min(s.size(), max);
+  // Never cut a UTF-8 sequence: back up over continuation bytes.
+  if (n < s.size()) {
+    while (n > 0 && (static_cast<unsigned char>(s[n]) & 0xC0) == 0x80) --n;
+  }
+  std::string out = "'";
+  for (size_t i = 0; i < n; ++i) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c < 0x20 || c == 0x7F) {
+      out += fmt::format("\\x{:02x}", c);
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  out += "'";
+  if (n < s.size()) out += fmt::format("... ({} bytes)", s.size());
+  return out;
+}
+
+MemoryNeed EstimateMemory(const Problem& p, const Dims& dims, int world, pkf_dtype dtype,
+                          int trials) {
+  // Doubles: dimensions reach 2^34 each, so element counts overflow int64.
+  const double elem = static_cast<double>(DtypeSize(dtype));
+  double set_bytes = 0, max_rank = 0;
+  for (int r = 0; r < world; ++r) {
+    const RankSpec s = p.spec(dims, world, r);
+    double rank = 0;
+    for (const auto* list : {&s.in, &s.out}) {
+      for (const TensorDesc& t : *list) {
+        double numel = 1;
+        for (int64_t x : t.shape) numel *= static_cast<double>(x);
+        rank += numel * elem;
+      }
+    }
+    set_bytes += rank;
+    max_rank = std::max(max_rank, rank);
+  }
+  const double slots = 2 + std::max(1, trials);  // >= 2 input sets + one slot per trial
+  return {2 * slots * set_bytes, 2 * slots * max_rank};
+}
+
+namespace {
+
+std::string GiB(double bytes) { return fmt::format("{:.1f} GiB", bytes / double(1 << 30)); }
+
+absl::Status Invalid(const std::string& field, const std::string& why) {
+  return absl::InvalidArgumentError(fmt::format("{}: {}", field, why));
+}
+
+}  // namespace
+
+absl::Status ValidateEvaluation(const v1::EvaluateRequest& r, const EvalLimits& limits,
+                                const EvalFieldNames& names) {
+  const std::string& c = names.config;
+  const std::string& e = names.settings;
+  auto problem = r.problem().size() <= kMaxNameBytes ? FindProblem(r.problem())
+                                                     : absl::NotFoundError("too long");
+  if (!problem.ok()) {
+    std::vector<std::string> known;
+    for (const Problem* p : Problems()) known.emplace_back(p->name);
+    return Invalid(c + "problem", fmt::format("{} is unknown (known: {})", ClientText(r.problem()),
+                                              absl::StrJoin(known, ", ")));
+  }
+  const Problem& p = **problem;
+  if (r.backend() != v1::BACKEND_HOST && r.backend() != v1::BACKEND_CUDA)
+    return Invalid(c + "backend", "required (BACKEND_HOST or BACKEND_CUDA)");
+  const bool cuda = r.backend() == v1::BACKEND_CUDA;
+  if (r.world_size() < 1)
+    return Invalid(c + "world_size", fmt::format("{} (must be >= 1)", r.world_size()));
+  if (r.world_size() < p.min_world || r.world_size() > p.max_world)
+    return Invalid(c + "world_size", fmt::format("{} is outside {}..{} for {}", r.world_size(),
+                                                 p.min_world, p.max_world, p.name));
+  if (!cuda && r.world_size() > limits.max_host_world_size)
+    return Invalid(c + "world_size", fmt::format("{} exceeds the host backend's limit of {}",
+                                                 r.world_size(), limits.max_host_world_size));
+  if (!v1::Dtype_IsValid(r.dtype()))
+    return Invalid(c + "dtype", fmt::format("unknown value {}", static_cast<int>(r.dtype())));
+  auto dtype = FromProtoDtype(p, r.dtype());
+  if (!dtype.ok()) return absl::InvalidArgumentError(c + std::string(dtype.status().message()));
+  // Bounded before the registry sees them: its messages quote names in full.
+  if (r.size().size_case() == v1::SizeSpec::kPreset && !IsSizePreset(r.size().preset()))
+    return Invalid(c + "size.preset",
+                   fmt::format("{} is unknown (tiny, default, large)", ClientText(r.size().preset())));
+  if (r.size().size_case() == v1::SizeSpec::kDims) {
+    if (r.size().dims().values_size() > kMaxDims)
+      return Invalid(c + "size.dims", fmt::format("{} dimensions given, {} has {}",
+                                                  r.size().dims().values_size(), p.name,
+                                                  p.dims.size()));
+    for (const auto& [name, value] : r.size().dims().values()) {
+      if (std::find(p.dims.begin(), p.dims.end(), name) == p.dims.end())
+        return Invalid(c + "size.dims", fmt::format("{} is not a dimension of {} ({})",
+                                                    ClientText(name), p.name,
+                                                    absl::StrJoin(p.dims, ", ")));
+    }
+  }
+  auto size = SizeSpecToString(p, r.size());
+  if (!size.ok()) return absl::InvalidArgumentError(c + std::string(size.status().message()));
+  auto dims = ResolveSize(p, *size, r.world_size());
+  if (!dims.ok())
+    return Invalid(c + "size", std::string(dims.status().message()));
+
+  if (r.trials() < 0 || r.trials() > limits.max_trials)
+    return Invalid(e + "trials", fmt::format("{} (0..{})", r.trials(), limits.max_trials));
+  if (r.warmup_iters() < 0 || r.warmup_iters() > limits.max_iters)
+    return Invalid(e + "warmup_iters", fmt::format("{} (0..{})", r.warmup_iters(), limits.max_iters));
+  if (r.timed_iters() < 0 || r.timed_iters() > limits.max_iters)
+    return Invalid(e + "timed_iters", fmt::format("{} (0..{})", r.timed_iters(), limits.max_iters));
+  if (!(r.timeout_s() >= 0) || r.timeout_s() > limits.max_timeout_s)
+    return Invalid(e + "timeout_s", fmt::format("{} (0..{})", r.timeout_s(), limits.max_timeout_s));
+  if (!v1::SanitizerTool_IsValid(r.sanitize()))
+    return Invalid(e + "sanitize", fmt::format("unknown tool {}", static_cast<int>(r.sanitize())));
+  if (r.sanitize() != v1::SANITIZER_NONE && !cuda)
+    return absl::FailedPreconditionError(e + "sanitize: compute-sanitizer needs backend cuda");
+  if (r.profile() && !cuda)
+    return absl::FailedPreconditionError(e + "profile: Nsight Compute needs backend cuda");
+
+  const int trials = r.trials() > 0 ? r.trials() : kDefaultTrials;
+  const MemoryNeed need = EstimateMemory(p, *dims, r.world_size(), *dtype, trials);
+  const std::string what = fmt::format("{} at {} with world size {}, {} and {} trials", p.name,
+                                       DimsToString(*dims), r.world_size(), DtypeName(*dtype),
+                                       trials);
+  if (!cuda && limits.host_memory_bytes > 0 &&
+      need.host_bytes > static_cast<double>(limits.host_memory_bytes))
+    return Invalid(c + "size", fmt::format("{} needs at least {} of host memory; this executor "
+                                           "allows {} per evaluation",
+                                           what, GiB(need.host_bytes),
+                                           GiB(static_cast<double>(limits.host_memory_bytes))));
+  if (cuda && limits.gpu_memory_bytes > 0 &&
+      need.per_gpu_bytes > static_cast<double>(limits.gpu_memory_bytes))
+    return Invalid(c + "size", fmt::format("{} needs at least {} on one GPU, which has {}", what,
+                                           GiB(need.per_gpu_bytes),
+                                           GiB(static_cast<double>(limits.gpu_memory_bytes))));
+  return absl::OkStatus();
+}
+
+}  // namespace pkforge::kernels
