@@ -82,6 +82,14 @@ struct AgentOptions {
   // Search and replay: evaluations in flight at once (LLM strategies use n /
   // top_k). 0 = Strategy.n when set, else 1.
   int32_t parallel_evaluations = 0;
+  // Replay jobs with a replay_dir read files only from inside this directory
+  // (the operator's --replay-root); "" = none: a replay_dir is refused
+  // (PERMISSION_DENIED) and only inline replay_sources run. Checked again
+  // when the job runs (also a job resumed after a restart with another
+  // root): the path is walked from the root one component at a time with
+  // O_NOFOLLOW, so `..` and symbolic links cannot lead out of it.
+  std::string replay_root;
+  size_t replay_max_files = 10000;  // a replay directory with more entries is refused
 };
 
 struct AgentEnv {
@@ -96,6 +104,11 @@ struct AgentEnv {
   // Optional: an LLM client to use instead of one made from spec.agent.llm
   // (shared clients, tests).
   const LlmClient* llm = nullptr;
+  // Optional: the API client's own provider key for this job (the
+  // orchestrator accepts it only where its operator allowed client keys).
+  // Kept out of `spec` so that nothing that records or echoes the spec can
+  // leak it; used for this job's LLM calls only.
+  std::string llm_api_key;
 };
 
 enum class StopReason {

@@ -350,7 +350,9 @@ class LlmAgent final : public Agent {
 absl::StatusOr<std::unique_ptr<Agent>> MakeLlmAgent(AgentEnv env, AgentOptions options) {
   std::unique_ptr<LlmClient> owned;
   if (env.llm == nullptr) {
-    ASSIGN_OR_RETURN(owned, MakeLlmClient(env.spec.agent().llm(), options.llm));
+    LlmClientOptions client_options = options.llm;
+    if (!env.llm_api_key.empty()) client_options.api_key = env.llm_api_key;
+    ASSIGN_OR_RETURN(owned, MakeLlmClient(env.spec.agent().llm(), std::move(client_options)));
   }
   return std::unique_ptr<Agent>(new LlmAgent(std::move(env), std::move(options), std::move(owned)));
 }

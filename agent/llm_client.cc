@@ -70,10 +70,11 @@ class HttpLlmClient final : public LlmClient {
     LlmResult r = CompleteImpl(request, cancel);
     r.latency_ms =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-    r.text = RedactSecrets(r.text);
-    r.note = RedactSecrets(r.note);  // may quote a provider error
+    r.text = Redact(r.text);
+    r.note = Redact(r.note);  // may quote a provider error
+    r.finish_reason = Redact(r.finish_reason);
     if (!r.status.ok()) {
-      r.status = absl::Status(r.status.code(), AsAbsl(RedactSecrets(AsStd(r.status.message()))));
+      r.status = absl::Status(r.status.code(), AsAbsl(Redact(AsStd(r.status.message()))));
     }
     return r;
   }
@@ -82,14 +83,20 @@ class HttpLlmClient final : public LlmClient {
   LlmResult CompleteImpl(const LlmRequest& request, const CancelToken& cancel) const {
     LlmResult r;
     std::vector<std::string> headers = {"Content-Type: application/json"};
-    if (!config_.api_key_env().empty()) {
-      const char* key = std::getenv(config_.api_key_env().c_str());
+    const char* key = nullptr;
+    if (!options_.api_key.empty()) {
+      key = options_.api_key.c_str();
+    } else if (!config_.api_key_env().empty()) {
+      key = std::getenv(config_.api_key_env().c_str());
       if (key == nullptr || key[0] == '\0') {
-        r.status = absl::FailedPreconditionError(AsAbsl(fmt::format(
-            "environment variable {} (api_key_env) is not set", config_.api_key_env())));
+        // Not naming the variable: the message may reach an API client.
+        r.status = absl::FailedPreconditionError(
+            "the provider's API key is not set in the orchestrator's environment");
         return r;
       }
       RegisterSecret(key);
+    }
+    if (key != nullptr) {
       if (config_.provider() == v1::PROVIDER_ANTHROPIC) {
         headers.push_back(std::string("x-api-key: ") + key);
       } else {
@@ -204,6 +211,19 @@ class HttpLlmClient final : public LlmClient {
     }
     r.status = last;  // not reached: the loop returns on the last attempt
     return r;
+  }
+
+  // Process-wide secrets plus this client's own key (a client key is not
+  // registered process-wide: one per job would grow the list forever).
+  std::string Redact(std::string_view text) const {
+    std::string out = RedactSecrets(text);
+    if (options_.api_key.size() >= 4) {
+      for (size_t at = out.find(options_.api_key); at != std::string::npos;
+           at = out.find(options_.api_key, at + 3)) {
+        out.replace(at, options_.api_key.size(), "***");
+      }
+    }
+    return out;
   }
 
   double NextBackoffMs(int attempt) const {

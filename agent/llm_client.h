@@ -16,13 +16,18 @@
 //   (retries and backoff included), token usage as the provider reported it
 //   and the cost from the PriceTable (an unknown model costs 0 and says so in
 //   `note`), also when the call failed.
-// - The API key is read from the environment variable named in
-//   LlmConfig.api_key_env at every call (so a rotated key is picked up), is
-//   registered with RegisterSecret() (log redaction) and is sent only in the
-//   provider's auth header to the configured base_url. It never appears in
-//   results, errors or logs: every text that came back from the provider
-//   passes through RedactSecrets(). An empty api_key_env means no key (local
-//   servers); a named but unset variable is FAILED_PRECONDITION.
+// - The API key is LlmClientOptions.api_key when set (a client's own key,
+//   which the orchestrator allows per provider; redacted by this client
+//   only, never registered process-wide), else read from the environment
+//   variable named in LlmConfig.api_key_env at every call (so a rotated key
+//   is picked up) and registered with RegisterSecret() (log redaction). The
+//   caller (the orchestrator) decides which variable and base_url: they come
+//   from an operator-configured provider, never from an API client. The key
+//   is sent only in the provider's auth header to the configured base_url.
+//   It never appears in results, errors or logs: every text that came back
+//   from the provider passes through RedactSecrets(). An empty api_key_env
+//   means no key (local servers); a named but unset variable is
+//   FAILED_PRECONDITION (the message does not name the variable).
 // - Error codes of LlmResult::status: the token's status when cancelled or out
 //   of budget; UNAVAILABLE / DEADLINE_EXCEEDED / RESOURCE_EXHAUSTED (429) after
 //   retries ran out; UNAUTHENTICATED (401), PERMISSION_DENIED (403),
@@ -117,6 +122,8 @@ struct LlmClientOptions {
   int32_t default_max_tokens = 8192;       // when the request's max_tokens is 0
   std::string anthropic_version = "2023-06-01";
   std::string ca_bundle;     // extra CA file for TLS, "" = system store
+  // A literal key that replaces LlmConfig.api_key_env (see the contract).
+  std::string api_key;
   uint64_t jitter_seed = 0;  // 0: seeded from std::random_device
   const Clock* clock = SystemClock::Get();
   // Test seam: waits between attempts; must return early when `cancel` fires.

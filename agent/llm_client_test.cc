@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "agent/testing/fake_http_server.h"
+#include "common/logging.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 
@@ -29,7 +30,7 @@ class LlmClientTest : public ::testing::Test {
   }
 
   std::unique_ptr<LlmClient> Client(v1::Provider provider, const std::string& model = "gpt-4o",
-                                    int max_attempts = 6) {
+                                    int max_attempts = 6, const std::string& client_key = "") {
     v1::LlmConfig c;
     c.set_provider(provider);
     c.set_model(model);
@@ -40,6 +41,7 @@ class LlmClientTest : public ::testing::Test {
     o.retry.max_attempts = max_attempts;
     o.retry.initial_backoff_ms = 100;
     o.jitter_seed = 42;
+    o.api_key = client_key;
     o.sleep = [this](int64_t us, const CancelToken& cancel) {
       {
         std::lock_guard<std::mutex> lock(mu_);
@@ -213,8 +215,29 @@ TEST_F(LlmClientTest, MissingKeyVariableFailsWithoutCalling) {
   CancelToken token;
   LlmResult r = client->Complete(Request(), token);
   EXPECT_EQ(r.status.code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_NE(r.status.message().find("PKF_LLM_TEST_KEY"), absl::string_view::npos);
+  // The message can reach an API client: it must not say which variable
+  // the operator uses (nor, by varying it, which variables exist).
+  EXPECT_EQ(r.status.message().find("PKF_LLM_TEST_KEY"), absl::string_view::npos) << r.status;
   EXPECT_EQ(server_->request_count(), 0);
+}
+
+// A client's own key (allowed per provider by the operator) replaces the
+// operator's variable and is redacted from everything the provider echoes,
+// without being registered process-wide.
+TEST_F(LlmClientTest, ClientKeyReplacesTheVariableAndIsRedacted) {
+  const std::string key = "sk-client-own-key-987654321";
+  server_->Enqueue(FakeHttpServer::Status(
+      401, R"({"error":{"type":"auth","message":"bad key sk-client-own-key-987654321"}})"));
+  auto client = Client(v1::PROVIDER_OPENAI, "gpt-4o", 1, key);
+  CancelToken token;
+  LlmResult r = client->Complete(Request(), token);
+  EXPECT_EQ(r.status.code(), absl::StatusCode::kUnauthenticated);
+  EXPECT_EQ(std::string(r.status.message()).find(key), std::string::npos) << r.status;
+  EXPECT_NE(std::string(r.status.message()).find("***"), std::string::npos) << r.status;
+  auto reqs = server_->requests();
+  ASSERT_EQ(reqs.size(), 1u);
+  EXPECT_EQ(reqs[0].headers["authorization"], "Bearer " + key);
+  EXPECT_EQ(RedactSecrets(key), key);  // not in the process-wide list
 }
 
 TEST_F(LlmClientTest, UnknownModelCostsZeroWithNote) {

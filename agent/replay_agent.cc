@@ -4,6 +4,9 @@
 // opened relative to the directory without following symbolic links, so a
 // link inside cannot lead to a file elsewhere on the host).
 #include <dirent.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -24,6 +27,61 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// Opens `dir` for reading as a directory inside `root` (see
+// AgentOptions::replay_root): `dir` is relative to the root or an absolute
+// path under its real path; every component below the root is opened with
+// O_NOFOLLOW relative to its parent, so neither `..` nor a symbolic link
+// (also one swapped in after the orchestrator admitted the job) leads out.
+absl::StatusOr<int> OpenUnderRoot(const std::string& root, const std::string& dir) {
+  if (root.empty()) {
+    return absl::PermissionDeniedError(
+        "agent.replay_dir: this orchestrator reads no replay files (it has no replay root); "
+        "send the candidates in agent.replay_sources");
+  }
+  char real_root[PATH_MAX];
+  if (realpath(root.c_str(), real_root) == nullptr) {
+    return absl::FailedPreconditionError("the orchestrator's replay root does not exist");
+  }
+  const std::string r = real_root;
+  std::string rel;
+  if (!dir.empty() && dir[0] == '/') {
+    if (dir == r) {
+      rel = "";
+    } else if (dir.compare(0, r.size() + 1, r + "/") == 0) {
+      rel = dir.substr(r.size() + 1);
+    } else {
+      return absl::PermissionDeniedError("agent.replay_dir: outside the replay root");
+    }
+  } else {
+    rel = dir;
+  }
+  int fd = open(real_root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return absl::FailedPreconditionError("the orchestrator's replay root cannot be opened");
+  size_t at = 0;
+  while (at <= rel.size()) {
+    size_t slash = rel.find('/', at);
+    if (slash == std::string::npos) slash = rel.size();
+    const std::string part = rel.substr(at, slash - at);
+    at = slash + 1;
+    if (part.empty() || part == ".") continue;
+    if (part == "..") {
+      close(fd);
+      return absl::PermissionDeniedError("agent.replay_dir: '..' is not allowed");
+    }
+    const int next = openat(fd, part.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    const int err = errno;
+    close(fd);
+    if (next < 0) {
+      return err == ELOOP || err == ENOTDIR
+                 ? absl::PermissionDeniedError(
+                       "agent.replay_dir: a symbolic link or a non-directory on the path")
+                 : absl::NotFoundError("agent.replay_dir: no such directory under the replay root");
+    }
+    fd = next;
+  }
+  return fd;
+}
+
 class ReplayAgent final : public Agent {
  public:
   ReplayAgent(AgentEnv env, AgentOptions options) : ctx_(env, options) {}
@@ -37,9 +95,7 @@ class ReplayAgent final : public Agent {
                              src.source(), true});
     } else {
       const std::string& dir = a.replay_dir();
-      dir_fd_ = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-      if (dir_fd_ < 0)
-        return absl::NotFoundError(AsAbsl(fmt::format("replay_dir {} is not a directory", dir)));
+      ASSIGN_OR_RETURN(dir_fd_, OpenUnderRoot(ctx_.options().replay_root, dir));
       const int list_fd = dup(dir_fd_);
       DIR* d = list_fd >= 0 ? fdopendir(list_fd) : nullptr;
       if (d == nullptr) {
@@ -53,6 +109,12 @@ class ReplayAgent final : public Agent {
         // lstat semantics: a symbolic link is skipped, never followed.
         if (fstatat(dir_fd_, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode))
           files.push_back(Item{name, "", false});
+        if (files.size() > ctx_.options().replay_max_files) {
+          closedir(d);
+          return absl::ResourceExhaustedError(
+              AsAbsl(fmt::format("replay_dir holds more than {} files",
+                                 ctx_.options().replay_max_files)));
+        }
       }
       closedir(d);
       std::sort(files.begin(), files.end(),

@@ -70,6 +70,8 @@ absl::StatusOr<std::unique_ptr<Orchestrator>> Orchestrator::Start(
   jo.agent.parallel_evaluations = config.parallel_evaluations;
   jo.providers = config.providers;
   jo.replay_root = config.replay_root;
+  // The agent checks the root again when a replay job runs (resumed jobs too).
+  jo.agent.replay_root = config.replay_root;
   o->jobs_ = std::make_unique<JobManager>(jo, o->store_.get(), o->log_.get(), o->pool_.get(),
                                           &o->metrics_);
   RETURN_IF_ERROR(Annotate(o->jobs_->Recover(), "recovering jobs"));
