@@ -60,8 +60,17 @@ sandbox::SandboxPolicy Runtime::Policy(const std::string& scratch_dir,
   p.scratch_dir = scratch_dir;
   p.ro_paths = ro_paths_;
   p.gpu = !gpus.empty();
+  // Only these GPUs' device nodes exist inside, so CUDA sees them as 0..n-1
+  // in PCI order (sandbox/README.md "GPUs"); host indices in
+  // CUDA_VISIBLE_DEVICES would name devices that are not there. Without the
+  // sandbox nothing hides the others, so only then select them by index.
+  p.gpus = gpus;
   p.env = base_env_;
-  if (!gpus.empty()) p.env.push_back(absl::StrCat("CUDA_VISIBLE_DEVICES=", absl::StrJoin(gpus, ",")));
+  if (!gpus.empty()) {
+    p.env.push_back("CUDA_DEVICE_ORDER=PCI_BUS_ID");
+    if (config_.unsafe_no_sandbox)
+      p.env.push_back(absl::StrCat("CUDA_VISIBLE_DEVICES=", absl::StrJoin(gpus, ",")));
+  }
   p.timeout_ms = timeout_ms;
   p.cpu_seconds = std::max<int64_t>(60, timeout_ms / 1000 * 2);
   p.max_file_mb = config_.max_file_mb;

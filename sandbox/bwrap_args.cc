@@ -6,7 +6,12 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <fstream>
+#include <set>
 #include <string>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
 
 namespace pkforge::sandbox {
 namespace {
@@ -75,15 +80,114 @@ HostLayout ProbeHostLayout() {
     struct stat st;
     if (lstat(path, &st) == 0 && S_ISREG(st.st_mode)) layout.proc_masks.emplace_back(path);
   }
-  if (DIR* dir = opendir("/dev")) {
-    while (struct dirent* e = readdir(dir)) {
-      std::string name = e->d_name;
-      if (name.rfind("nvidia", 0) == 0) layout.gpu_devices.push_back("/dev/" + name);
-    }
-    closedir(dir);
-    std::sort(layout.gpu_devices.begin(), layout.gpu_devices.end());
-  }
   return layout;
+}
+
+namespace {
+
+// Entries of `dir` (names only, without "." and ".."), sorted; empty when
+// the directory does not exist.
+std::vector<std::string> ListDir(const std::string& dir) {
+  std::vector<std::string> names;
+  if (DIR* d = opendir(dir.c_str())) {
+    while (struct dirent* e = readdir(d)) {
+      std::string name = e->d_name;
+      if (name != "." && name != "..") names.push_back(std::move(name));
+    }
+    closedir(d);
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+// The device minor of every GPU the driver knows, in PCI address order
+// (directory names such as "0000:18:00.0" sort that way: fixed-width
+// lower-case hex). Empty when the driver directory is absent.
+absl::StatusOr<std::vector<int>> DriverMinors(const std::string& driver_gpus_dir) {
+  std::vector<int> minors;
+  for (const std::string& bus : ListDir(driver_gpus_dir)) {
+    const std::string info_path = driver_gpus_dir + "/" + bus + "/information";
+    std::ifstream in(info_path);
+    std::string line;
+    int minor = -1;
+    while (std::getline(in, line)) {
+      constexpr std::string_view kKey = "Device Minor:";
+      if (line.rfind(kKey, 0) != 0) continue;
+      absl::string_view value = absl::StripAsciiWhitespace(absl::string_view(line).substr(kKey.size()));
+      if (!absl::SimpleAtoi(value, &minor) || minor < 0) minor = -1;
+      break;
+    }
+    if (minor < 0) {
+      return absl::FailedPreconditionError(
+          fmt::format("gpus: no \"Device Minor:\" in {}", info_path));
+    }
+    minors.push_back(minor);
+  }
+  return minors;
+}
+
+bool PathExists(const std::string& path) {
+  struct stat st;
+  return lstat(path.c_str(), &st) == 0;
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<DeviceBind>> GpuDeviceBinds(const SandboxPolicy& policy,
+                                                       const std::string& dev_dir,
+                                                       const std::string& driver_gpus_dir) {
+  std::vector<DeviceBind> binds;
+  if (!policy.gpu) {
+    if (!policy.gpus.empty()) {
+      return absl::InvalidArgumentError("gpus: given without gpu (set gpu to bind them)");
+    }
+    return binds;
+  }
+  auto bind = [&](const std::string& name) {
+    binds.push_back({dev_dir + "/" + name, "/dev/" + name});
+  };
+  if (policy.gpus.empty()) {  // every GPU: the operator's explicit choice
+    for (const std::string& name : ListDir(dev_dir)) {
+      if (name.rfind("nvidia", 0) == 0) bind(name);
+    }
+    return binds;
+  }
+  std::set<int> wanted;
+  for (int gpu : policy.gpus) {
+    if (gpu < 0) return absl::InvalidArgumentError(fmt::format("gpus: negative index {}", gpu));
+    if (!wanted.insert(gpu).second) {
+      return absl::InvalidArgumentError(fmt::format("gpus: index {} given twice", gpu));
+    }
+  }
+  absl::StatusOr<std::vector<int>> minors = DriverMinors(driver_gpus_dir);
+  if (!minors.ok()) return minors.status();
+  for (int gpu : wanted) {
+    int minor = gpu;
+    if (!minors->empty()) {
+      if (gpu >= static_cast<int>(minors->size())) {
+        return absl::FailedPreconditionError(fmt::format(
+            "gpus: GPU {} does not exist (the driver lists {} in {})", gpu, minors->size(),
+            driver_gpus_dir));
+      }
+      minor = (*minors)[static_cast<size_t>(gpu)];
+    }
+    const std::string name = fmt::format("nvidia{}", minor);
+    if (!PathExists(dev_dir + "/" + name)) {
+      return absl::FailedPreconditionError(
+          fmt::format("gpus: GPU {} has no device node {}/{}", gpu, dev_dir, name));
+    }
+    bind(name);
+  }
+  // Shared by every GPU: the control node (required), unified memory, the
+  // mode-setting node and MIG capabilities, as nvidia-container-toolkit binds.
+  if (!PathExists(dev_dir + "/nvidiactl")) {
+    return absl::FailedPreconditionError(fmt::format("gpus: {}/nvidiactl does not exist", dev_dir));
+  }
+  for (const char* name :
+       {"nvidiactl", "nvidia-uvm", "nvidia-uvm-tools", "nvidia-modeset", "nvidia-caps"}) {
+    if (PathExists(dev_dir + "/" + name)) bind(name);
+  }
+  return binds;
 }
 
 std::string SandboxPasswd(const SandboxConfig& config) {
@@ -166,7 +270,7 @@ std::vector<std::string> BuildBwrapArgs(const BwrapRequest& r) {
   add({"--tmpfs", "/dev/shm"});
 
   if (policy.gpu) {
-    for (const std::string& dev : r.layout.gpu_devices) add({"--dev-bind", dev, dev});
+    for (const DeviceBind& dev : r.gpu_binds) add({"--dev-bind", dev.host, dev.inside});
     // NVML and NCCL's topology detection read PCI/NUMA topology from /sys.
     add({"--ro-bind", "/sys", "/sys"});
   }

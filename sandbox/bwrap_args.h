@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/statusor.h"
 #include "sandbox/sandbox.h"
 
 namespace pkforge::sandbox {
@@ -36,7 +37,6 @@ struct HostLayout {
   };
   std::vector<TopLevel> top_level;       // present /bin /sbin /lib* entries
   std::vector<std::string> etc_entries;  // present /etc files the toolchain reads
-  std::vector<std::string> gpu_devices;  // present /dev/nvidia* nodes and dirs
   std::vector<std::string> proc_masks;   // present /proc entries hidden behind /dev/null
   // Host-wide /proc entries bound read-only: every top-level directory that
   // is not a process (sys, sysvipc, driver, irq, ...) and every writable
@@ -45,9 +45,33 @@ struct HostLayout {
 };
 
 // Looks at this host: which /bin, /lib* are links (merged /usr) or
-// directories, which loader/alternatives files exist in /etc, which NVIDIA
-// device nodes exist.
+// directories, which loader/alternatives files exist in /etc, which /proc
+// entries exist.
 HostLayout ProbeHostLayout();
+
+// One device node (or directory of nodes) bound into the sandbox.
+struct DeviceBind {
+  std::string host;    // e.g. "/dev/nvidia2" (below the dev_dir given)
+  std::string inside;  // always "/dev/<name>"
+  bool operator==(const DeviceBind&) const = default;
+};
+
+// The NVIDIA device nodes a run with `policy` gets (empty without
+// policy.gpu), read from `dev_dir` ("/dev") and, for the index -> minor
+// mapping, `driver_gpus_dir` ("/proc/driver/nvidia/gpus": one directory per
+// GPU named by its PCI address, whose `information` file has "Device Minor:").
+//   policy.gpus empty: every dev_dir/nvidia* entry (sorted by name).
+//   policy.gpus given: dev_dir/nvidia<minor> of each GPU in ascending index,
+//     then whichever of nvidiactl, nvidia-uvm, nvidia-uvm-tools,
+//     nvidia-modeset, nvidia-caps exist. GPU index i is the i-th entry of
+//     driver_gpus_dir in PCI address order (the driver's and nvidia-smi's
+//     order); when that directory is absent or empty, minor = index.
+// INVALID_ARGUMENT for a negative or repeated index, FAILED_PRECONDITION
+// naming the missing node or GPU when the host lacks one (never a silent
+// bind of fewer GPUs than asked).
+absl::StatusOr<std::vector<DeviceBind>> GpuDeviceBinds(
+    const SandboxPolicy& policy, const std::string& dev_dir = "/dev",
+    const std::string& driver_gpus_dir = "/proc/driver/nvidia/gpus");
 
 // Contents of the synthetic /etc files (no host accounts or host names leak).
 std::string SandboxPasswd(const SandboxConfig& config);
@@ -58,6 +82,7 @@ struct BwrapRequest {
   const SandboxConfig* config = nullptr;
   const SandboxPolicy* policy = nullptr;
   HostLayout layout;
+  std::vector<DeviceBind> gpu_binds;  // GpuDeviceBinds(policy); used when policy.gpu
   // Canonical (realpath) host paths, validated by the caller.
   std::string scratch_dir;
   std::vector<std::string> ro_paths;

@@ -1004,6 +1004,7 @@ absl::StatusOr<std::unique_ptr<SandboxProcess>> Sandbox::Spawn(const std::vector
     req.config = &config_;
     req.policy = &policy;
     req.layout = ProbeHostLayout();
+    ASSIGN_OR_RETURN(req.gpu_binds, GpuDeviceBinds(policy));
     req.scratch_dir = scratch;
     req.ro_paths = ro;
     req.rw_paths = rw;

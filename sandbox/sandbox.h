@@ -14,7 +14,8 @@
 //   a seccomp filter (seccomp_filter.h), a read-only view of the toolchain
 //   (/usr, the /lib* links, a few /etc files, /usr/local/cuda by way of
 //   /usr), a private writable scratch directory, private /tmp and /dev/shm,
-//   GPU device nodes only when policy.gpu, an environment of exactly
+//   GPU device nodes only when policy.gpu (only policy.gpus' when given), an
+//   environment of exactly
 //   policy.env, and rlimits; per-run cgroups (cgroup.h) add an exact process
 //   limit, a memory cap and tree-wide accounting where they are writable.
 //   Everything is killed at the wall-clock deadline or when the main command
@@ -105,9 +106,21 @@ struct SandboxPolicy {
   // Host paths bound at the same path, read-only / read-write.
   std::vector<std::string> ro_paths;
   std::vector<std::string> rw_paths;
-  // Bind /dev/nvidia* (and /sys read-only, which NVML and NCCL's topology
-  // detection read). Without it no GPU device node exists inside.
+  // GPU access (bwrap_args.h GpuDeviceBinds). Without `gpu` no GPU device
+  // node exists inside. With it, /sys is bound read-only (NVML and NCCL's
+  // topology detection read it) and:
+  //   gpus empty:  every /dev/nvidia* node (operators: pkforge-sandbox --gpu);
+  //   gpus given:  only /dev/nvidia<minor> of those GPUs plus the shared
+  //                control nodes (nvidiactl, nvidia-uvm, nvidia-uvm-tools,
+  //                nvidia-modeset, nvidia-caps/), so concurrent evaluations on
+  //                one host cannot open each other's GPUs.
+  // `gpus` are host indices in the driver's PCI bus order (nvidia-smi's
+  // index; CUDA's ordinal with CUDA_DEVICE_ORDER=PCI_BUS_ID), mapped to device
+  // minors through /proc/driver/nvidia/gpus. Inside, CUDA enumerates only
+  // the bound GPUs, renumbered 0..n-1 in ascending host index: do not also
+  // set CUDA_VISIBLE_DEVICES to host indices (README "GPUs").
   bool gpu = false;
+  std::vector<int> gpus;
   // The command's complete environment, NAME=VALUE. Nothing is inherited;
   // the only addition is PWD (the working directory), which bwrap sets.
   std::vector<std::string> env;

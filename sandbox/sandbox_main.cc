@@ -3,7 +3,8 @@
 //
 //   pkforge-sandbox [--scratch DIR] [--timeout SECONDS] [--cpu-seconds N]
 //                   [--max-file-mb N] [--max-procs N] [--max-output-kb N]
-//                   [--ro PATH]... [--rw PATH]... [--gpu] [--env NAME=VALUE]...
+//                   [--ro PATH]... [--rw PATH]... [--gpu | --gpus 0,2]
+//                   [--env NAME=VALUE]...
 //                   -- COMMAND [ARGS...]
 //
 // Passes the command's stdout/stderr through as they arrive (capped) and
@@ -25,6 +26,8 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_split.h"
 #include "common/logging.h"
 #include "common/status.h"
 #include "sandbox/sandbox.h"
@@ -53,6 +56,7 @@ struct CliConfig {
   std::vector<std::string> rw;
   std::vector<std::string> env;
   bool gpu = false;
+  std::string gpus;  // "0,2": only these GPUs (implies --gpu)
   bool unsafe_no_sandbox = false;
   std::string bwrap;
   std::string cgroup = "auto";
@@ -103,7 +107,11 @@ int main(int argc, char** argv) {
       ->allow_extra_args(false);
   app.add_option("--rw", cfg.rw, "Host path visible read-write at the same path")
       ->allow_extra_args(false);
-  app.add_flag("--gpu", cfg.gpu, "Make the NVIDIA device nodes (and /sys, read-only) visible");
+  app.add_flag("--gpu", cfg.gpu,
+               "Make every NVIDIA device node (and /sys, read-only) visible");
+  app.add_option("--gpus", cfg.gpus,
+                 "Only these GPUs (host indices in PCI order, e.g. 0,2; inside they are "
+                 "numbered 0..n-1), with the control nodes and /sys read-only");
   app.add_option("--env", cfg.env, "NAME=VALUE; the command's environment is exactly these")
       ->allow_extra_args(false);
   app.add_flag("--unsafe-no-sandbox", cfg.unsafe_no_sandbox,
@@ -144,6 +152,17 @@ int main(int argc, char** argv) {
     return Fail(kExitSetupFailure,
                 fmt::format("--cgroup {}: expected auto|require|off", cfg.cgroup));
   }
+  std::vector<int> gpus;
+  if (!cfg.gpus.empty()) {
+    for (absl::string_view item : absl::StrSplit(cfg.gpus, ',')) {
+      int index = -1;
+      if (!absl::SimpleAtoi(item, &index) || index < 0) {
+        return Fail(kExitSetupFailure,
+                    fmt::format("--gpus {}: expected GPU indices like 0,2", cfg.gpus));
+      }
+      gpus.push_back(index);
+    }
+  }
   auto sandbox = Sandbox::Create(config);
   if (!sandbox.ok()) return Fail(kExitSetupFailure, pkforge::AsStd(sandbox.status().message()));
 
@@ -164,7 +183,8 @@ int main(int argc, char** argv) {
   policy.scratch_dir = scratch;
   policy.ro_paths = cfg.ro;
   policy.rw_paths = cfg.rw;
-  policy.gpu = cfg.gpu;
+  policy.gpu = cfg.gpu || !cfg.gpus.empty();
+  policy.gpus = gpus;
   policy.env = cfg.env;
   policy.stdin_fd = STDIN_FILENO;
   policy.timeout_ms = static_cast<int64_t>(cfg.timeout_s * 1000);

@@ -36,7 +36,11 @@ BwrapRequest Request(const SandboxConfig& config, const SandboxPolicy& policy) {
   r.policy = &policy;
   r.layout.top_level = {{"/lib64", true, "usr/lib64"}, {"/bin", false, ""}};
   r.layout.etc_entries = {"/etc/ld.so.cache"};
-  r.layout.gpu_devices = {"/dev/nvidia0", "/dev/nvidiactl", "/dev/nvidia-uvm"};
+  if (policy.gpu) {
+    r.gpu_binds = {{"/dev/nvidia0", "/dev/nvidia0"},
+                   {"/dev/nvidiactl", "/dev/nvidiactl"},
+                   {"/dev/nvidia-uvm", "/dev/nvidia-uvm"}};
+  }
   r.layout.proc_read_only = {"/proc/sys", "/proc/sysrq-trigger"};
   r.layout.proc_masks = {"/proc/keys"};
   r.scratch_dir = "/tmp/work/scratch";
@@ -93,6 +97,111 @@ TEST(BwrapArgsTest, GpuBindsDeviceNodesAndSys) {
   EXPECT_GE(Find(args, {"--ro-bind", "/sys", "/sys"}), 0);
   // Device nodes come after the minimal /dev they are bound into.
   EXPECT_LT(Find(args, {"--dev", "/dev"}), Find(args, {"--dev-bind", "/dev/nvidia0"}));
+}
+
+// A fake eight-GPU host: /dev with nvidia0..7, the control nodes and
+// nvidia-caps/ (regular files stand in for device nodes), and optionally the
+// driver's /proc/driver/nvidia/gpus with the given minor per PCI address.
+class FakeGpuHost {
+ public:
+  FakeGpuHost() {
+    dev_ = dir_.MakeDir("dev");
+    for (int i = 0; i < 8; ++i) testing::WriteFile(dev_ + "/nvidia" + std::to_string(i), "");
+    for (const char* n : {"nvidiactl", "nvidia-uvm", "nvidia-uvm-tools"})
+      testing::WriteFile(dev_ + "/" + n, "");
+    dir_.MakeDir("dev/nvidia-caps");
+    testing::WriteFile(dev_ + "/nvidia-caps/nvidia-cap1", "");
+    testing::WriteFile(dev_ + "/other", "");
+    driver_ = dir_.Sub("driver-gpus");  // absent until AddDriverGpu
+  }
+  void AddDriverGpu(const std::string& bus, int minor) {
+    dir_.MakeDir("driver-gpus");
+    dir_.MakeDir("driver-gpus/" + bus);
+    testing::WriteFile(driver_ + "/" + bus + "/information",
+                       "Model: \t\t NVIDIA H200\nIRQ:   \t\t 42\nDevice Minor: \t " +
+                           std::to_string(minor) + "\nBus Location: \t " + bus + "\n");
+  }
+  absl::StatusOr<std::vector<DeviceBind>> Binds(std::vector<int> gpus, bool gpu = true) const {
+    SandboxPolicy policy;
+    policy.gpu = gpu;
+    policy.gpus = std::move(gpus);
+    return GpuDeviceBinds(policy, dev_, driver_);
+  }
+  DeviceBind B(const std::string& name) const { return {dev_ + "/" + name, "/dev/" + name}; }
+
+ private:
+  testing::TempDir dir_;
+  std::string dev_, driver_;
+};
+
+TEST(GpuDeviceBindsTest, BindsOnlyTheAssignedGpusAndTheControlNodes) {
+  FakeGpuHost host;
+  auto binds = host.Binds({5, 2});
+  ASSERT_TRUE(binds.ok()) << binds.status();
+  EXPECT_EQ(*binds, (std::vector<DeviceBind>{host.B("nvidia2"), host.B("nvidia5"),
+                                             host.B("nvidiactl"), host.B("nvidia-uvm"),
+                                             host.B("nvidia-uvm-tools"), host.B("nvidia-caps")}));
+
+  // And the bwrap options carry exactly these device binds, no other GPU.
+  SandboxConfig config;
+  SandboxPolicy policy;
+  policy.gpu = true;
+  policy.gpus = {2, 5};
+  BwrapRequest r = Request(config, policy);
+  r.gpu_binds = *binds;
+  auto args = BuildBwrapArgs(r);
+  std::vector<std::string> bound;
+  for (size_t i = 0; i + 2 < args.size(); ++i) {
+    if (args[i] == "--dev-bind") bound.push_back(args[i + 1] + " -> " + args[i + 2]);
+  }
+  std::vector<std::string> expected;
+  for (const DeviceBind& b : *binds) expected.push_back(b.host + " -> " + b.inside);
+  EXPECT_EQ(bound, expected);
+  EXPECT_GE(Find(args, {"--ro-bind", "/sys", "/sys"}), 0);
+}
+
+TEST(GpuDeviceBindsTest, MapsIndicesToMinorsInPciOrder) {
+  // The driver numbers device nodes in its probe order, which need not be
+  // PCI order; CUDA (PCI_BUS_ID) and nvidia-smi index GPUs in PCI order.
+  FakeGpuHost host;
+  const int minors[8] = {3, 0, 1, 2, 7, 6, 5, 4};
+  const char* buses[8] = {"0000:18:00.0", "0000:2a:00.0", "0000:3a:00.0", "0000:5d:00.0",
+                          "0000:9a:00.0", "0000:ab:00.0", "0000:ba:00.0", "0000:db:00.0"};
+  for (int i = 7; i >= 0; --i) host.AddDriverGpu(buses[i], minors[i]);
+  auto binds = host.Binds({2, 5});
+  ASSERT_TRUE(binds.ok()) << binds.status();
+  ASSERT_GE(binds->size(), 2u);
+  EXPECT_EQ((*binds)[0], host.B("nvidia1"));  // index 2 = 0000:3a:00.0, minor 1
+  EXPECT_EQ((*binds)[1], host.B("nvidia6"));  // index 5 = 0000:ab:00.0, minor 6
+  EXPECT_EQ((*binds)[2], host.B("nvidiactl"));
+
+  auto missing = host.Binds({8});
+  EXPECT_TRUE(absl::IsFailedPrecondition(missing.status())) << missing.status();
+  EXPECT_THAT(std::string(missing.status().message()), HasSubstr("GPU 8 does not exist"));
+}
+
+TEST(GpuDeviceBindsTest, AllGpusWhenNoneNamedAndClearErrors) {
+  FakeGpuHost host;
+  auto all = host.Binds({});
+  ASSERT_TRUE(all.ok()) << all.status();
+  EXPECT_EQ(all->size(), 12u);  // nvidia0..7, ctl, uvm, uvm-tools, caps; not "other"
+  EXPECT_THAT(*all, Contains(host.B("nvidia7")));
+  EXPECT_THAT(*all, Not(Contains(host.B("other"))));
+
+  auto none = host.Binds({}, /*gpu=*/false);
+  ASSERT_TRUE(none.ok());
+  EXPECT_TRUE(none->empty());
+
+  for (const std::vector<int>& bad : {std::vector<int>{-1}, std::vector<int>{1, 1}}) {
+    auto r = host.Binds(bad);
+    EXPECT_TRUE(absl::IsInvalidArgument(r.status())) << r.status();
+    EXPECT_THAT(std::string(r.status().message()), HasSubstr("gpus:"));
+  }
+  EXPECT_TRUE(absl::IsInvalidArgument(host.Binds({1}, /*gpu=*/false).status()));
+  // No node for index 9 (no driver directory: minor = index).
+  auto nine = host.Binds({9});
+  EXPECT_TRUE(absl::IsFailedPrecondition(nine.status()));
+  EXPECT_THAT(std::string(nine.status().message()), HasSubstr("nvidia9"));
 }
 
 TEST(BwrapArgsTest, SyntheticEtcFilesLeakNothing) {
