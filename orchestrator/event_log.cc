@@ -17,7 +17,9 @@ std::shared_ptr<std::mutex> EventLog::JobLock(const std::string& job_id) {
   return m;
 }
 
-absl::StatusOr<v1::Event> EventLog::Append(v1::Event event, const storage::StepRows& rows) {
+absl::StatusOr<v1::Event> EventLog::Append(
+    v1::Event event, const storage::StepRows& rows,
+    const std::function<void(const v1::Event&)>& on_commit) {
   if (event.wall_us() == 0) event.set_wall_us(clock_->NowWallMicros());
   ASSIGN_OR_RETURN(storage::EventRecord record, EventToRecord(event));
   std::shared_ptr<std::mutex> job_lock = JobLock(event.job_id());
@@ -25,6 +27,7 @@ absl::StatusOr<v1::Event> EventLog::Append(v1::Event event, const storage::StepR
   const int64_t start = clock_->NowMonotonicMicros();
   ASSIGN_OR_RETURN(int64_t seq, store_->AppendEventWith(rows, record));
   event.set_seq(seq);
+  if (on_commit) on_commit(event);
   std::vector<std::shared_ptr<Listener>> listeners;
   {
     std::lock_guard lock(mu_);

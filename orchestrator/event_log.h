@@ -52,7 +52,13 @@ class EventLog {
   // now) together with `rows` (see storage::StepRows; the pointees must stay
   // valid for the call) and fans it out. Returns the event as committed
   // (with its seq).
-  absl::StatusOr<v1::Event> Append(v1::Event event, const storage::StepRows& rows = {});
+  // `on_commit` (optional) runs after the commit and before any listener
+  // sees the event, on this thread with the job's append lock held (quick,
+  // never calls back into the EventLog): what a watcher learns from the event
+  // is already true for every other reader (GetJob after a terminal event).
+  absl::StatusOr<v1::Event> Append(
+      v1::Event event, const storage::StepRows& rows = {},
+      const std::function<void(const v1::Event&)>& on_commit = nullptr);
 
   void Subscribe(const std::string& job_id, std::shared_ptr<Listener> listener);
   void Unsubscribe(const std::string& job_id, const Listener* listener);

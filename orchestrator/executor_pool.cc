@@ -400,43 +400,110 @@ absl::StatusOr<v1::DeviceInfo> ExecutorPool::DeviceFor(const v1::JobSpec& spec) 
   return executors_[i]->device;
 }
 
+std::string ExecutorPool::NoExecutorReasonLocked(v1::Backend backend, const std::string& problem,
+                                                 int32_t world_size) const {
+  std::string why = fmt::format("no healthy executor can run '{}' on {} with world size {}",
+                                problem, BackendName(backend), world_size);
+  std::string down;
+  int listed = 0;
+  for (const auto& e : executors_) {
+    if (e->healthy || listed >= 4) continue;
+    ++listed;
+    down += fmt::format("{}{}: {}", down.empty() ? "" : "; ", e->endpoint.address,
+                        e->last_error.substr(0, 200));
+  }
+  if (!down.empty()) why += " (unhealthy: " + down + ")";
+  return why;
+}
+
+absl::StatusOr<int> ExecutorPool::WaitForExecutor(v1::Backend backend, const std::string& problem,
+                                                  int32_t world_size,
+                                                  const std::vector<int>& tried,
+                                                  const agent::CancelToken& cancel,
+                                                  WaitObserver* observer, bool reserve) {
+  const Clock* clock = options_.clock;
+  // The job's budget bounds the wait (the token's deadline); without one,
+  // dispatch_wait_s does.
+  const bool has_deadline = cancel.RemainingMicros() != agent::CancelToken::kNoDeadline;
+  const int64_t wait_until =
+      clock->NowMonotonicMicros() + static_cast<int64_t>(options_.dispatch_wait_s * 1e6);
+  bool reported = false;
+  int i = -1;
+  absl::Status gave_up;
+  std::unique_lock lock(mu_);
+  while (true) {
+    i = PickLocked(backend, problem, world_size, tried);
+    // An executor tried before is taken again once it is healthy again (a
+    // restarted executor): better than failing the evaluation.
+    if (i < 0 && !tried.empty()) i = PickLocked(backend, problem, world_size, {});
+    if (i >= 0) break;
+    if (stopping_) {
+      gave_up = absl::UnavailableError("the orchestrator is stopping");
+      break;
+    }
+    if (!cancel.status().ok()) {
+      gave_up = cancel.status();
+      break;
+    }
+    if (!has_deadline && clock->NowMonotonicMicros() >= wait_until) {
+      gave_up = absl::UnavailableError(fmt::format(
+          "{}; waited {:.0f} s", NoExecutorReasonLocked(backend, problem, world_size),
+          options_.dispatch_wait_s));
+      break;
+    }
+    if (!reported && observer != nullptr) {
+      const std::string why = NoExecutorReasonLocked(backend, problem, world_size);
+      reported = true;
+      lock.unlock();
+      observer->WaitStarted(why);
+      lock.lock();
+      continue;
+    }
+    recheck_ = true;
+    wake_cv_.notify_all();
+    // Woken by each finished health round; the timeout bounds how late a
+    // cancellation is noticed.
+    health_cv_.wait_for(lock, std::chrono::milliseconds(50));
+  }
+  std::string address;
+  if (i >= 0) {
+    address = executors_[i]->endpoint.address;
+    if (reserve) {
+      ++executors_[i]->in_flight;
+      ++round_robin_;
+    }
+  }
+  lock.unlock();
+  if (reported) observer->WaitEnded(address);
+  if (i < 0) return gave_up;
+  return i;
+}
+
+absl::Status ExecutorPool::AwaitRunnable(const v1::JobSpec& spec, const agent::CancelToken& cancel,
+                                         WaitObserver* observer) {
+  return WaitForExecutor(spec.backend(), spec.problem(), spec.world_size(), {}, cancel, observer,
+                         false)
+      .status();
+}
+
 absl::StatusOr<agent::EvaluationOutcome> ExecutorPool::Evaluate(
     const v1::EvaluateRequest& request, const agent::ProgressCallback& progress,
-    const agent::CancelToken& cancel) {
+    const agent::CancelToken& cancel, WaitObserver* observer) {
   const Clock* clock = options_.clock;
   const int64_t start_mono = clock->NowMonotonicMicros();
   std::vector<int> tried;
   absl::Status last_error;
   for (int attempt = 0; attempt <= options_.evaluation_retries; ++attempt) {
-    // Dispatch: wait (bounded) for a healthy executor that can run it.
-    int i = -1;
-    {
-      std::unique_lock lock(mu_);
-      const int64_t wait_until =
-          clock->NowMonotonicMicros() + static_cast<int64_t>(options_.dispatch_wait_s * 1e6);
-      while (true) {
-        i = PickLocked(request.backend(), request.problem(), request.world_size(), tried);
-        if (i >= 0 || stopping_) break;
-        if (!cancel.status().ok()) return cancel.status();
-        const int64_t now = clock->NowMonotonicMicros();
-        // Retries take the executors that are up now: waiting for the dead
-        // one to come back is what the agent's next evaluation is for.
-        if (!tried.empty() || now >= wait_until) break;
-        recheck_ = true;
-        wake_cv_.notify_all();
-        health_cv_.wait_for(lock, std::chrono::milliseconds(50));
-      }
-      if (i >= 0) {
-        ++executors_[i]->in_flight;
-        ++round_robin_;
-      }
-    }
-    if (i < 0) {
+    // Dispatch: wait (bounded by the job's budget) for an executor.
+    absl::StatusOr<int> picked = WaitForExecutor(request.backend(), request.problem(),
+                                                 request.world_size(), tried, cancel, observer,
+                                                 true);
+    if (!picked.ok()) {
+      if (!cancel.status().ok()) return cancel.status();
       if (!last_error.ok()) return last_error;
-      return absl::UnavailableError(fmt::format(
-          "no healthy executor can run '{}' on {} with world size {}", request.problem(),
-          BackendName(request.backend()), request.world_size()));
+      return picked.status();
     }
+    const int i = *picked;
     tried.push_back(i);
     Executor& e = *executors_[i];
     const double dispatch_ms =

@@ -9,17 +9,23 @@
 //   health service (UNIMPLEMENTED) is judged by DescribeDevice alone.
 // - Dispatch: an evaluation goes to the least-loaded (fewest in flight)
 //   healthy executor that lists the problem for the backend, has the backend,
-//   and (cuda) has at least world_size usable GPUs. When none qualifies it
-//   waits up to dispatch_wait_s (bounded by the cancel token) for one to
-//   become healthy, then fails with UNAVAILABLE naming what was missing.
+//   and (cuda) has at least world_size usable GPUs. When none qualifies
+//   (executors down or restarting) it waits for one, bounded by the job's
+//   own budget: the cancel token (its deadline is the job's wall budget);
+//   a token without a deadline waits at most dispatch_wait_s. It then fails
+//   with the token's status, or UNAVAILABLE naming what was missing. The
+//   WaitObserver, when given, hears when such a wait starts (with the
+//   reason) and ends, so the job can say why it is not progressing.
 // - Evaluate() runs Executor.Evaluate as a server stream, forwards progress
 //   messages, propagates the cancel token (TryCancel on cancellation, its
 //   deadline as the RPC deadline) and sends "authorization: Bearer <token>"
 //   when the executor has a token. When the executor dies mid-evaluation
 //   (UNAVAILABLE, a stream that ends without a result, or a call the server
 //   side aborted) the executor is marked unhealthy and the evaluation is
-//   retried up to evaluation_retries times on another executor; otherwise the
-//   error is returned (the agent records a failed evaluation and goes on).
+//   retried up to evaluation_retries times, on another executor when one can
+//   take it, else on the first that becomes healthy again (waiting as above);
+//   otherwise the error is returned (the agent records a failed evaluation
+//   and goes on).
 // - queue_ms of an outcome = time waiting for an executor here + the
 //   executor's own queue time (EvaluationResult.stages.queue_ms).
 //
@@ -52,7 +58,8 @@ class ExecutorPool final : public agent::Evaluator {
     double health_interval_s = 2;
     double rpc_timeout_s = 5;
     int evaluation_retries = 1;
-    double dispatch_wait_s = 5;
+    // Longest wait for an executor when the job has no deadline.
+    double dispatch_wait_s = 300;
     const Clock* clock = SystemClock::Get();
   };
 
@@ -82,9 +89,29 @@ class ExecutorPool final : public agent::Evaluator {
   // The device of the executor that would take the spec now.
   absl::StatusOr<v1::DeviceInfo> DeviceFor(const v1::JobSpec& spec) const;
 
+  // Hears a job's waits for an executor (see Dispatch above). Called on the
+  // waiting thread, never with the pool's lock held.
+  class WaitObserver {
+   public:
+    virtual ~WaitObserver() = default;
+    virtual void WaitStarted(const std::string& reason) = 0;
+    // `executor`: the one that can run it now, "" when the wait gave up.
+    virtual void WaitEnded(const std::string& executor) = 0;
+  };
+
   absl::StatusOr<agent::EvaluationOutcome> Evaluate(const v1::EvaluateRequest& request,
                                                     const agent::ProgressCallback& progress,
-                                                    const agent::CancelToken& cancel) override;
+                                                    const agent::CancelToken& cancel) override {
+    return Evaluate(request, progress, cancel, nullptr);
+  }
+  absl::StatusOr<agent::EvaluationOutcome> Evaluate(const v1::EvaluateRequest& request,
+                                                    const agent::ProgressCallback& progress,
+                                                    const agent::CancelToken& cancel,
+                                                    WaitObserver* observer);
+  // Returns once some healthy executor can run `spec` (OK), waiting as an
+  // evaluation's dispatch does; the token's status when it fires first.
+  absl::Status AwaitRunnable(const v1::JobSpec& spec, const agent::CancelToken& cancel,
+                             WaitObserver* observer);
 
  private:
   struct Executor;
@@ -98,6 +125,16 @@ class ExecutorPool final : public agent::Evaluator {
                  const std::vector<int>& exclude) const;
   bool CanRunLocked(const Executor& e, v1::Backend backend, const std::string& problem,
                     int32_t world_size) const;
+  // Waits (see Dispatch) for an executor for (backend, problem, world size),
+  // preferring those not in `tried`; returns its index with in_flight
+  // counted when `reserve`, or the reason it gave up.
+  absl::StatusOr<int> WaitForExecutor(v1::Backend backend, const std::string& problem,
+                                      int32_t world_size, const std::vector<int>& tried,
+                                      const agent::CancelToken& cancel, WaitObserver* observer,
+                                      bool reserve);
+  // Why no executor can run the configuration now (for waits and errors).
+  std::string NoExecutorReasonLocked(v1::Backend backend, const std::string& problem,
+                                     int32_t world_size) const;
 
   Options options_;
   std::vector<std::unique_ptr<Executor>> executors_;

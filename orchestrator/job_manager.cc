@@ -40,6 +40,43 @@ struct JobManager::Job {
   std::string error;
   bool cancel_requested = false;
   std::string cancel_reason;
+  std::string end_pending;  // why the end is not stored yet ("" = not ending)
+};
+
+// The job's view of the executor pool: dispatch waits become the job's
+// waiting_for_executor events.
+class JobManager::JobEvaluator final : public agent::Evaluator,
+                                       public ExecutorPool::WaitObserver {
+ public:
+  JobEvaluator(JobManager* manager, Job* job) : manager_(manager), job_(job) {}
+
+  absl::StatusOr<agent::EvaluationOutcome> Evaluate(const v1::EvaluateRequest& request,
+                                                    const agent::ProgressCallback& progress,
+                                                    const agent::CancelToken& cancel) override {
+    return manager_->pool_->Evaluate(request, progress, cancel, this);
+  }
+
+  // Several evaluations of one job may wait at once: the first to wait and
+  // the last to stop waiting speak for all of them. Holding wait_mu_ while
+  // appending keeps the events in that order.
+  void WaitStarted(const std::string& reason) override {
+    std::lock_guard lock(wait_mu_);
+    if (waiting_++ == 0) manager_->ReportWait(*job_, true, reason);
+  }
+  void WaitEnded(const std::string& executor) override {
+    std::lock_guard lock(wait_mu_);
+    if (--waiting_ == 0) {
+      manager_->ReportWait(*job_, false,
+                           executor.empty() ? "stopped waiting"
+                                            : "executor " + executor + " can run it");
+    }
+  }
+
+ private:
+  JobManager* const manager_;
+  Job* const job_;
+  std::mutex wait_mu_;
+  int waiting_ = 0;
 };
 
 namespace {
@@ -291,25 +328,103 @@ absl::Status JobManager::Transition(Job& job, v1::JobState state, const std::str
   ev.set_elapsed_ms(elapsed);
   ev.mutable_state_changed()->set_state(state);
   ev.mutable_state_changed()->set_reason(reason);
-  absl::Status s = log_->Append(std::move(ev)).status();
-  absl::Status u = store_->UpdateJobState(job.id, FromProtoState(state), error);
-  if (state != v1::JOB_STATE_RUNNING) {
-    // Only now, so a client that sees the terminal state through the API
-    // also finds it in the database.
+  // The event and the row are one write; this process's view changes after
+  // the commit and before any watcher sees the event.
+  storage::JobStateChange change{FromProtoState(state), error, now};
+  auto committed = [&](const v1::Event&) {
     std::lock_guard lock(mu_);
     job.state = state;
     if (IsTerminal(state)) {
       job.finished_wall_us = now;
       job.stop_reason = reason;
       job.error = error;
+      job.end_pending.clear();
     }
+    state_cv_.notify_all();
+  };
+  return log_->Append(std::move(ev), {.job_state = &change}, committed).status();
+}
+
+void JobManager::ReportWait(Job& job, bool waiting, const std::string& reason) {
+  v1::Event ev;
+  ev.set_job_id(job.id);
+  {
+    std::lock_guard lock(mu_);
+    ev.set_elapsed_ms(ElapsedMs(job));
   }
-  return s.ok() ? u : s;
+  ev.mutable_waiting_for_executor()->set_waiting(waiting);
+  ev.mutable_waiting_for_executor()->set_reason(reason);
+  if (waiting) spdlog::warn("job {} waits for an executor: {}", job.id, reason);
+  // A failure here is the store's, and the agent's own next write reports it.
+  if (absl::Status s = log_->Append(std::move(ev)).status(); !s.ok()) {
+    spdlog::warn("job {}: recording a wait failed: {}", job.id, s.ToString());
+  }
+}
+
+v1::JobState JobManager::EndJob(Job& job, v1::JobState state, std::string reason,
+                                std::string error) {
+  auto backoff = std::chrono::milliseconds(50);
+  for (int tries = 1;; ++tries) {
+    absl::Status s = Transition(job, state, reason, error);
+    if (s.ok()) return state;
+    if (absl::IsFailedPrecondition(s)) {
+      // Already terminal in the database (e.g. an earlier try committed and
+      // only its reply was lost): nothing left to record.
+      spdlog::warn("job {}: its end is already recorded ({})", job.id, s.ToString());
+      std::lock_guard lock(mu_);
+      job.state = state;
+      job.end_pending.clear();
+      state_cv_.notify_all();
+      return state;
+    }
+    std::unique_lock lock(mu_);
+    job.end_pending = fmt::format("ending as {}: recording its end failed ({}); retrying",
+                                  ProtoStateName(state), AsStd(s.message()));
+    if (tries == 1 || tries % 20 == 0) {
+      spdlog::error("job {}: recording its end failed (try {}): {}; retrying", job.id, tries,
+                    s.ToString());
+    }
+    state_cv_.notify_all();
+    state_cv_.wait_for(lock, backoff, [&] {
+      return shutting_down_ || (job.cancel_requested && state != v1::JOB_STATE_CANCELLED);
+    });
+    if (shutting_down_) {
+      // Left running in the database: the next start recovers it.
+      spdlog::error("job {}: shutting down before its end ({}) could be recorded", job.id,
+                    ProtoStateName(state));
+      return v1::JOB_STATE_RUNNING;
+    }
+    if (job.cancel_requested && state != v1::JOB_STATE_CANCELLED) {
+      // CancelJob while the end waits to be stored: the end becomes the cancel.
+      const std::string was = fmt::format(
+          " (it had ended as {}{}{}; that end could not be stored)", ProtoStateName(state),
+          error.empty() ? "" : ": ", error.substr(0, 512));
+      state = v1::JOB_STATE_CANCELLED;
+      reason = (job.cancel_reason.empty() ? "cancelled" : "cancelled: " + job.cancel_reason) + was;
+      error.clear();
+    }
+    backoff = std::min(backoff * 2, std::chrono::milliseconds(2000));
+  }
 }
 
 void JobManager::RunJob(std::shared_ptr<Job> job) {
+  bool spent = false;
   {
     std::lock_guard lock(mu_);
+    if (job->attempt > 1 && job->started_wall_us > 0) {
+      // Charge the time since the job first started from the durable start
+      // time, not from its last event: whatever ran after that event, the
+      // downtime and the wait in this queue all count (issue #15).
+      const int64_t since_start_ms =
+          (options_.clock->NowWallMicros() - job->started_wall_us) / 1000;
+      job->offsets.elapsed_ms = std::max(job->offsets.elapsed_ms, since_start_ms);
+      const double wall = job->spec.budget().wall_seconds();
+      if (wall > 0) {
+        const double left = wall - static_cast<double>(job->offsets.elapsed_ms) / 1e3;
+        spent = left <= 0;
+        job->run_spec.mutable_budget()->set_wall_seconds(std::max(left, 0.001));
+      }
+    }
     job->attempt_start_mono_us = options_.clock->NowMonotonicMicros();
   }
   std::string start_reason =
@@ -318,28 +433,53 @@ void JobManager::RunJob(std::shared_ptr<Job> job) {
           : fmt::format("attempt {}: restarted from scratch after an orchestrator restart "
                         "(turns and evaluations continue from {} and {} ms)",
                         job->attempt, job->offsets.turn_index, job->offsets.elapsed_ms);
-  absl::Status status = Transition(*job, v1::JOB_STATE_RUNNING, start_reason, "");
+  absl::Status status = spent ? absl::OkStatus()
+                              : Transition(*job, v1::JOB_STATE_RUNNING, start_reason, "");
   absl::StatusOr<agent::AgentResult> result = absl::UnknownError("not run");
+  JobEvaluator evaluator(this, job.get());
   if (!status.ok()) {
     result = status;
+  } else if (spent) {
+    agent::AgentResult r;
+    r.stop = agent::StopReason::kWallBudget;
+    r.stop_reason = "wall budget (spent before the orchestrator restarted)";
+    result = r;
   } else {
     const double wall = job->run_spec.budget().wall_seconds();
     if (wall > 0) {
       job->cancel.SetDeadline(options_.clock->NowMonotonicMicros() +
                               static_cast<int64_t>((wall + options_.wall_grace_s) * 1e6));
     }
-    auto problem = pool_->DescribeProblem(job->run_spec);
+    // No executor can run it yet (all restarting, say): wait, bounded by the
+    // job's budget, saying why in its events.
+    absl::Status runnable = pool_->AwaitRunnable(job->run_spec, job->cancel, &evaluator);
+    absl::StatusOr<v1::ProblemInfo> problem =
+        runnable.ok() ? pool_->DescribeProblem(job->run_spec) : runnable;
     if (!problem.ok()) {
       result = Annotate(problem.status(), "describing the problem");
     } else {
-      JobSink sink(job->id, BackendName(job->spec.backend()), job->offsets, log_, &job->progress,
+      // The agent's clock starts now: what this attempt spent before (the
+      // wait for an executor) shifts its events and shrinks its budget, so
+      // elapsed times stay monotone and the wall budget holds.
+      JobSink::Offsets offsets = job->offsets;
+      int64_t spent_here_ms;
+      {
+        std::lock_guard lock(mu_);
+        offsets.elapsed_ms = ElapsedMs(*job);
+        spent_here_ms = offsets.elapsed_ms - job->offsets.elapsed_ms;
+      }
+      JobSink sink(job->id, BackendName(job->spec.backend()), offsets, log_, &job->progress,
                    metrics_);
       agent::AgentEnv env;
       env.job_id = job->id;
       env.spec = job->run_spec;
+      if (wall > 0) {
+        env.spec.mutable_budget()->set_wall_seconds(
+            std::max(wall - static_cast<double>(spent_here_ms) / 1e3, 0.001));
+      }
       env.problem = *problem;
       if (auto device = pool_->DeviceFor(job->run_spec); device.ok()) env.device = *device;
-      env.evaluator = pool_;
+      env.evaluator = &evaluator;
       env.sink = &sink;
       env.cancel = &job->cancel;
       env.clock = options_.clock;
@@ -371,7 +511,8 @@ void JobManager::RunJob(std::shared_ptr<Job> job) {
     } else {
       final_state = v1::JOB_STATE_FAILED;
       error = std::string(result.status().message());
-      reason = "failed";
+      // The real reason, not just "failed" (bounded: it is repeated in lists).
+      reason = "failed: " + (error.size() > 1024 ? error.substr(0, 1024) + "..." : error);
     }
     // Every evaluation refused by the executors (a configuration they never
     // run): the job failed, whatever the agent made of having no result.
@@ -384,10 +525,9 @@ void JobManager::RunJob(std::shared_ptr<Job> job) {
       reason = error;
     }
   }
-  absl::Status s = Transition(*job, final_state, reason, error);
-  if (!s.ok()) spdlog::error("job {}: recording its end failed: {}", job->id, s.ToString());
   spdlog::info("job {} {}: {}{}", job->id, ProtoStateName(final_state), reason,
-               error.empty() || error == reason ? "" : " (" + error + ")");
+               error.empty() || reason.find(error) != std::string::npos ? "" : " (" + error + ")");
+  final_state = EndJob(*job, final_state, reason, error);
   log_->Forget(job->id);
   std::lock_guard lock(mu_);
   finished_[std::string(ProtoStateName(final_state))]++;
@@ -418,8 +558,12 @@ v1::Job JobManager::Snapshot(const Job& job) const {
   out.set_best_candidate_sha256(p.best_candidate_sha256);
   out.set_best_roofline_fraction(p.best_roofline_fraction);
   out.set_last_status(p.last_status);
-  out.set_error(job.error);
+  out.set_error(job.end_pending.empty() ? job.error : job.end_pending);
   out.set_stop_reason(job.stop_reason);
+  if (job.cancel_requested && !IsTerminal(job.state)) {
+    out.set_stop_reason(job.cancel_reason.empty() ? "cancelling"
+                                                  : "cancelling: " + job.cancel_reason);
+  }
   return out;
 }
 
@@ -493,6 +637,11 @@ absl::StatusOr<v1::Job> JobManager::Cancel(const std::string& job_id, const std:
       queued = job;
     } else {
       job->cancel.Cancel(absl::CancelledError(reason.empty() ? "cancelled" : reason));
+      state_cv_.notify_all();  // an end being retried becomes the cancel
+      // Reply with the state after the cancel: jobs stop within ~100 ms of
+      // their token firing; one that takes longer is reported "cancelling".
+      state_cv_.wait_for(lock, std::chrono::seconds(5),
+                         [&] { return IsTerminal(job->state) || shutting_down_; });
       return Snapshot(*job);
     }
   }
@@ -529,6 +678,7 @@ void JobManager::Shutdown(const std::string& reason, double grace_s) {
     for (const auto& [id, job] : active_) {
       job->cancel.Cancel(absl::CancelledError(reason));
     }
+    state_cv_.notify_all();  // ends being retried give up (recovered next start)
   }
   auto idle = [this] { return running_ == 0; };
   if (!idle_cv_.wait_for(lock, std::chrono::microseconds(static_cast<int64_t>(grace_s * 1e6)),
@@ -565,11 +715,29 @@ absl::Status JobManager::RecoverOne(const storage::JobRecord& r) {
   // the crash (the row update after it was lost).
   int attempts = 0;
   std::optional<v1::Event> last_state;
+  std::vector<std::string> open_evaluations;  // started, no end event (in start order)
   for (int64_t after = 0;;) {
     ASSIGN_OR_RETURN(std::vector<storage::EventRecord> batch, store_->ReadEvents(r.id, after, 5000));
     if (batch.empty()) break;
     for (const auto& rec : batch) {
       after = rec.seq;
+      if (rec.type == "evaluation_started" || rec.type == "evaluation_finished" ||
+          rec.type == "evaluation_aborted") {
+        ASSIGN_OR_RETURN(v1::Event ev, EventFromRecord(rec));
+        const std::string& id = rec.type == "evaluation_started"
+                                    ? ev.evaluation_started().evaluation_id()
+                                : rec.type == "evaluation_finished"
+                                    ? ev.evaluation_finished().evaluation_id()
+                                    : ev.evaluation_aborted().evaluation_id();
+        if (rec.type == "evaluation_started") {
+          open_evaluations.push_back(id);
+        } else {
+          open_evaluations.erase(
+              std::remove(open_evaluations.begin(), open_evaluations.end(), id),
+              open_evaluations.end());
+        }
+        continue;
+      }
       if (rec.type != "state_changed") continue;
       ASSIGN_OR_RETURN(v1::Event ev, EventFromRecord(rec));
       if (ev.state_changed().state() == v1::JOB_STATE_RUNNING) ++attempts;
@@ -585,11 +753,35 @@ absl::Status JobManager::RecoverOne(const storage::JobRecord& r) {
     return store_->UpdateJobState(r.id, FromProtoState(sc.state()), with_error ? sc.reason() : "");
   }
 
+  // Time is charged from the durable start time (see the header): the
+  // attempt that died ran until the crash, not until its last event.
+  int64_t charged_ms = stats.last_event_elapsed_ms;
+  if (r.state == storage::JobState::kRunning && r.started_wall_us > 0) {
+    charged_ms = std::max<int64_t>(
+        charged_ms, (options_.clock->NowWallMicros() - r.started_wall_us) / 1000);
+  }
+  // Evaluations the crash cut off end now, so every evaluation_started has
+  // its end event. Before anything else of this attempt: they belong to the
+  // one that died.
+  for (const std::string& eval_id : open_evaluations) {
+    v1::Event ev;
+    ev.set_job_id(r.id);
+    ev.set_elapsed_ms(charged_ms);
+    ev.mutable_evaluation_aborted()->set_evaluation_id(eval_id);
+    ev.mutable_evaluation_aborted()->set_reason(
+        "the orchestrator stopped while the evaluation ran (restart); it has no result");
+    RETURN_IF_ERROR(Annotate(log_->Append(std::move(ev)).status(), "closing " + eval_id));
+  }
+  if (!open_evaluations.empty()) {
+    spdlog::info("job {}: {} evaluation(s) cut off by the restart recorded as aborted", r.id,
+                 open_evaluations.size());
+  }
+
   auto job = std::make_shared<Job>(r.id, spec, options_.clock);
   job->created_wall_us = r.created_wall_us;
   job->started_wall_us = r.started_wall_us;
   job->offsets.turn_index = stats.turns;
-  job->offsets.elapsed_ms = stats.last_event_elapsed_ms;
+  job->offsets.elapsed_ms = charged_ms;
   job->progress.Update([&](ProgressSnapshot& p) {
     p.turns = stats.turns;
     p.evaluations = stats.evaluations;
@@ -625,7 +817,7 @@ absl::Status JobManager::RecoverOne(const storage::JobRecord& r) {
   v1::Budget* b = job->run_spec.mutable_budget();
   std::string spent;
   if (b->wall_seconds() > 0) {
-    const double left = b->wall_seconds() - static_cast<double>(stats.last_event_elapsed_ms) / 1e3;
+    const double left = b->wall_seconds() - static_cast<double>(charged_ms) / 1e3;
     if (left <= 0) spent = "wall budget";
     b->set_wall_seconds(std::max(left, 0.001));
   }

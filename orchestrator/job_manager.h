@@ -22,16 +22,39 @@
 //   agent's own wall budget.
 // - Final states: agent OK -> succeeded (stop_reason from the agent), or
 //   cancelled when it stopped because of CancelJob; agent error -> failed
-//   (error); shutdown -> interrupted ("shutdown"). The terminal event is
-//   appended before the row is updated, so a database whose job is terminal
-//   always holds its terminal event (what WatchJob relies on to end).
+//   (error; the state event's reason is "failed: <error>"); shutdown ->
+//   interrupted ("shutdown"). The terminal event and the terminal row are one
+//   write (storage::StepRows::job_state), and this process's view of the job
+//   turns terminal before any watcher sees that event, so GetJob never says
+//   running after WatchJob delivered the end.
+// - A terminal write that fails (e.g. "database or disk is full") is retried
+//   with bounded backoff (50 ms doubling to 2 s) until it succeeds or the
+//   manager shuts down (the job then stays running in the database and is
+//   recovered at the next start). Meanwhile GetJob shows the job running with
+//   error "ending as <state>: recording its end failed (...); retrying", and
+//   CancelJob still works: the end being retried becomes cancelled.
+// - Cancel() returns the job after the cancel: it waits up to 5 s for a
+//   running job to stop; a job still stopping then is returned running with
+//   stop_reason "cancelling: <reason>".
+// - Executors: a job waits for an executor that can run it (at its start and
+//   for every evaluation) instead of failing, bounded by its budget (see
+//   ExecutorPool). While it waits, its event log says why: an event
+//   waiting_for_executor{waiting: true, reason}, then {waiting: false} when an
+//   executor can run it again.
 // - Recover() (at start, before serving): queued jobs are queued again; a
 //   job whose terminal event was committed but whose row was not is
 //   finished; running search/replay jobs restart from scratch as a new
 //   attempt (recorded as a state event "attempt N"), continuing the same
 //   trajectory with the budget that is left; other running jobs (llm: they
 //   cost money and cannot resume a conversation) become interrupted with a
-//   reason. Nothing already stored is changed or lost.
+//   reason. Nothing already stored is changed or lost. Time is charged from
+//   durable timestamps: a resumed attempt starts at the wall time since the
+//   job first started (jobs.started_wall_us; the time the orchestrator was
+//   down counts, as it does against a wall budget), never less than its last
+//   event's elapsed_ms. Evaluations that had started but have no end event
+//   get an evaluation_aborted event with the reason before anything else.
+// - best_improved events of a job strictly improve on the job's best so far,
+//   across concurrent evaluations and attempts (JobSink).
 //
 // Threading: all public methods are thread-safe. Each running job occupies
 // one thread of its own (agent loops block on I/O); Submit/Cancel/Get never
@@ -91,8 +114,14 @@ class JobManager {
 
  private:
   struct Job;
+  class JobEvaluator;
 
   void DispatchLocked();
+  // Records the end of a job that ran here, retrying a failed write (see the
+  // contract); returns the state recorded (or left running at shutdown).
+  v1::JobState EndJob(Job& job, v1::JobState state, std::string reason, std::string error);
+  // Appends a waiting_for_executor event of the job.
+  void ReportWait(Job& job, bool waiting, const std::string& reason);
   void RunJob(std::shared_ptr<Job> job);
   // Appends a state event and (unless terminal and already stored) moves the row.
   absl::Status Transition(Job& job, v1::JobState state, const std::string& reason,
@@ -110,6 +139,8 @@ class JobManager {
 
   mutable std::mutex mu_;
   std::condition_variable idle_cv_;  // running_ dropped
+  // A job's state, cancel request or the shutdown flag changed.
+  std::condition_variable state_cv_;
   std::map<std::string, std::shared_ptr<Job>> active_;  // queued or running here
   std::deque<std::shared_ptr<Job>> queue_;
   // client_request_id -> job id ("" = reserved by a call storing it). A cache

@@ -168,11 +168,19 @@ absl::Status JobSink::OnEvaluationFinished(const agent::EvaluationEntry& e) {
 }
 
 absl::Status JobSink::OnBestImproved(const agent::BestImprovedEntry& e) {
+  // The agent decides "improved" against its own best, then records later:
+  // two evaluations of one job finishing together may record in the other
+  // order (1.028x, then the 0.808x that was decided first), and a resumed
+  // attempt starts with no best at all. The job's best so far (progress_,
+  // seeded from the store on resume) is the one the event promises to beat;
+  // sink calls of a job are serialised, so checking here is exact.
+  const std::optional<double> best = progress_->Get().best_speedup;
+  if (best.has_value() && !(e.speedup > *best)) return absl::OkStatus();
   v1::Event ev = NewEvent(e.wall_us, e.elapsed_ms);
   auto* p = ev.mutable_best_improved();
   p->set_evaluation_id(e.evaluation_id);
   p->set_speedup(e.speedup);
-  p->set_previous(e.previous);
+  p->set_previous(best.value_or(0));
   RETURN_IF_ERROR(Append(std::move(ev)));
   progress_->Update([&](ProgressSnapshot& s) {
     if (!s.best_speedup || e.speedup > *s.best_speedup) {

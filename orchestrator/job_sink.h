@@ -19,6 +19,10 @@
 //   indexes stay unique and best-so-far curves stay monotone in time.
 // - Candidates have no event of their own in the v1 API; their lineage
 //   (origin, parent, producing LLM call) is recorded as a log event.
+// - best_improved events strictly improve on the job's best so far (kept in
+//   JobProgress, seeded from the store when a job resumes): an agent's
+//   improvement that another evaluation of the job already beat, or that
+//   does not beat an earlier attempt's best, is not recorded.
 // - Progress (turns, evaluations, tokens, best, last status) is kept in a
 //   JobProgress that GetJob/ListJobs read while the job runs.
 //

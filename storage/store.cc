@@ -723,6 +723,8 @@ class SqliteTrajectoryStore final : public TrajectoryStore {
 
   absl::StatusOr<JobStats> GetJobStats(std::string_view job_id) override;
 
+  absl::StatusOr<int64_t> SetMaxPageCount(int64_t pages) override;
+
  private:
   using WriteFn = absl::FunctionRef<absl::Status(BatchTxn&)>;
 
@@ -1151,12 +1153,17 @@ absl::StatusOr<int64_t> SqliteTrajectoryStore::AppendStep(const char* what, cons
         Annotate(ValidateEvaluation(*rows.evaluation), fmt::format("{}: evaluation", what)));
     RETURN_IF_ERROR(Annotate(same_job("evaluation", rows.evaluation->job_id), what));
   }
+  if (rows.job_state != nullptr) {
+    RETURN_IF_ERROR(Annotate(RequireNonNegative("job_state.wall_us", rows.job_state->wall_us),
+                             what));
+  }
   // "0 = now" is resolved once, before queueing, so every row of the step
   // that leaves its time at 0 gets the same time.
   const int64_t now = options_.clock->NowWallMicros();
   auto wall = [now](int64_t w) { return w != 0 ? w : now; };
   const bool event_only = rows.turn == nullptr && rows.llm_call == nullptr &&
-                          rows.candidate == nullptr && rows.evaluation == nullptr;
+                          rows.candidate == nullptr && rows.evaluation == nullptr &&
+                          rows.job_state == nullptr;
   int64_t seq = 0;
   absl::Status s =
       Write(what, event_only ? WriteShape::kOneStatement : WriteShape::kMultiStatement,
@@ -1183,6 +1190,12 @@ absl::StatusOr<int64_t> SqliteTrajectoryStore::AppendStep(const char* what, cons
                     "evaluation"));
               }
               ASSIGN_OR_RETURN(seq, txn.InsertEvent(event, wall(event.wall_us)));
+              if (rows.job_state != nullptr) {
+                RETURN_IF_ERROR(Annotate(
+                    WriteJobState(conn, event.job_id, rows.job_state->state,
+                                  rows.job_state->error, wall(rows.job_state->wall_us)),
+                    "job state"));
+              }
               return absl::OkStatus();
             });
   RETURN_IF_ERROR(s);
@@ -1314,6 +1327,14 @@ absl::Status OpenImpl(const std::string& path, const TrajectoryStore::Options& o
   RETURN_IF_ERROR(writer->Exec("PRAGMA foreign_keys = ON"));
   // Keeps a WAL that grew during a burst from staying large on disk.
   RETURN_IF_ERROR(writer->Exec("PRAGMA journal_size_limit = 67108864"));
+  if (options.max_page_count < 0) {
+    return absl::InvalidArgumentError(
+        fmt::format("max_page_count must be >= 0, got {}", options.max_page_count));
+  }
+  if (options.max_page_count > 0) {
+    RETURN_IF_ERROR(writer->Exec(
+        fmt::format("PRAGMA max_page_count = {}", options.max_page_count).c_str()));
+  }
   ASSIGN_OR_RETURN(std::string fk, writer->QueryText("PRAGMA foreign_keys"));
   if (fk != "1") {
     return absl::FailedPreconditionError("this SQLite build does not enforce foreign keys");
@@ -1332,6 +1353,21 @@ absl::Status OpenImpl(const std::string& path, const TrajectoryStore::Options& o
 }
 
 }  // namespace
+
+absl::StatusOr<int64_t> SqliteTrajectoryStore::SetMaxPageCount(int64_t pages) {
+  if (pages < 0) return Invalid("max_page_count", "must be >= 0");
+  int64_t now = 0;
+  // On the writer connection (the limit is per connection), as a write of
+  // its own so it never runs inside another leader's batch.
+  RETURN_IF_ERROR(Write("SetMaxPageCount", WriteShape::kOneStatement, [&](BatchTxn& txn) {
+    ASSIGN_OR_RETURN(Statement st, txn.conn().Prepare(
+                                       fmt::format("PRAGMA max_page_count = {}", pages)));
+    ASSIGN_OR_RETURN(bool row, st.Step());
+    if (row) now = st.Int64(0);
+    return absl::OkStatus();
+  }));
+  return now;
+}
 
 absl::StatusOr<std::unique_ptr<TrajectoryStore>> TrajectoryStore::Open(const std::string& path,
                                                                        Options options) {

@@ -164,11 +164,21 @@ struct EventRecord {
 // event's job. Within the step they are written in dependency order: turn,
 // candidate, LLM call, evaluation, so an LLM call or evaluation may point to
 // the turn and candidate of the same step.
+// A change of the job's row (as by UpdateJobState) that commits with a step's
+// event: a job's terminal event and its terminal row are then one write, so no
+// reader or restart ever finds one without the other.
+struct JobStateChange {
+  JobState state = JobState::kRunning;
+  std::string error;
+  int64_t wall_us = 0;  // 0 = now
+};
+
 struct StepRows {
   const TurnRecord* turn = nullptr;
   const LlmCallRecord* llm_call = nullptr;
   const CandidateRecord* candidate = nullptr;  // deduplicated like PutCandidate
   const EvaluationRecord* evaluation = nullptr;
+  const JobStateChange* job_state = nullptr;   // written last, after the event
 };
 
 struct JobFilter {
@@ -199,6 +209,10 @@ class TrajectoryStore {
     int read_connections = 4;    // size of the read-only connection pool
     int busy_timeout_ms = 5000;  // wait for another process's write lock
     const Clock* clock = SystemClock::Get();
+    // Largest size of the database file in pages (SQLite's max_page_count),
+    // 0 = SQLite's default. Writes that would grow the file beyond it fail as
+    // on a full disk ("database or disk is full"), with nothing written.
+    int64_t max_page_count = 0;
   };
 
   // Opens (creating if needed) and migrates the database at `path`.
@@ -267,6 +281,13 @@ class TrajectoryStore {
                                                               int32_t limit = 10000) = 0;
   // Highest seq of the job (0 when it has no events).
   virtual absl::StatusOr<int64_t> LastEventSeq(std::string_view job_id) = 0;
+
+  // Changes Options::max_page_count of the open store (the writer's limit)
+  // and returns the limit now in force: SQLite never sets it below the
+  // file's current size, so SetMaxPageCount(1) makes the file exactly full
+  // (a full disk, reproducible without privileges), and a large value
+  // gives the space back.
+  virtual absl::StatusOr<int64_t> SetMaxPageCount(int64_t pages) = 0;
 
   // --- summaries ---
   // NOT_FOUND for an unknown job. One consistent snapshot (one read transaction).

@@ -1328,3 +1328,73 @@ TEST(StoreOpenTest, RejectsBadOptionsAndPaths) {
 
 }  // namespace
 }  // namespace pkforge::storage
+
+namespace pkforge::storage {
+namespace {
+
+// Issue #15 (item 6): a terminal event and the terminal row are one write,
+// and a full database (SQLite's max_page_count: the same SQLITE_FULL as a full
+// disk) fails that write with nothing written, after which the same write
+// succeeds once space is given back.
+class StoreFullDiskTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = MakeTempDir();
+    path_ = dir_ + "/traj.db";
+    auto store = TrajectoryStore::Open(path_);
+    ASSERT_TRUE(store.ok()) << store.status();
+    store_ = std::move(store).value();
+  }
+  void TearDown() override {
+    store_.reset();
+    std::filesystem::remove_all(dir_);
+  }
+  std::string dir_, path_;
+  std::unique_ptr<TrajectoryStore> store_;
+};
+
+TEST_F(StoreFullDiskTest, TerminalEventAndRowCommitTogetherOrNotAtAll) {
+  JobRecord job = MakeJob();
+  ASSERT_TRUE(store_->CreateJob(job).ok());
+  ASSERT_TRUE(store_->UpdateJobState(job.id, JobState::kRunning).ok());
+  // Fill the file: the limit becomes the current size, then small events
+  // take the free space of the last pages until one does not fit.
+  auto limit = store_->SetMaxPageCount(1);
+  ASSERT_TRUE(limit.ok()) << limit.status();
+  EXPECT_GT(*limit, 1);
+  absl::Status full;
+  for (int i = 0; i < 100000 && full.ok(); ++i) {
+    full = store_->AppendEvent(MakeEvent(job.id, R"({"i":1})", "log")).status();
+  }
+  ASSERT_FALSE(full.ok());
+  EXPECT_THAT(std::string(full.message()), HasSubstr("full"));
+  const int64_t last = store_->LastEventSeq(job.id).value();
+
+  JobStateChange end{JobState::kFailed, "the agent failed", 0};
+  EventRecord terminal =
+      MakeEvent(job.id, R"({"state":"JOB_STATE_FAILED","reason":"failed: the agent failed"})",
+                "state_changed");
+  absl::StatusOr<int64_t> seq = store_->AppendEventWith({.job_state = &end}, terminal);
+  ASSERT_FALSE(seq.ok());
+  EXPECT_THAT(std::string(seq.status().message()), HasSubstr("full"));
+  // Nothing of it was written: the job is still running, no event added.
+  EXPECT_EQ(store_->GetJob(job.id)->state, JobState::kRunning);
+  EXPECT_EQ(store_->LastEventSeq(job.id).value(), last);
+
+  // Space comes back: the same write now succeeds, event and row together.
+  ASSERT_TRUE(store_->SetMaxPageCount(1 << 30).ok());
+  seq = store_->AppendEventWith({.job_state = &end}, terminal);
+  ASSERT_TRUE(seq.ok()) << seq.status();
+  EXPECT_EQ(*seq, last + 1);
+  auto row = store_->GetJob(job.id);
+  ASSERT_TRUE(row.ok());
+  EXPECT_EQ(row->state, JobState::kFailed);
+  EXPECT_EQ(row->error, "the agent failed");
+  EXPECT_GT(row->finished_wall_us, 0);
+  // A job already terminal refuses a second end, and its event is not added.
+  EXPECT_FALSE(store_->AppendEventWith({.job_state = &end}, terminal).ok());
+  EXPECT_EQ(store_->LastEventSeq(job.id).value(), last + 1);
+}
+
+}  // namespace
+}  // namespace pkforge::storage
