@@ -229,13 +229,28 @@ std::vector<int> CandidateProcesses::List() const {
 }
 
 absl::Status CandidateProcesses::Freeze(int64_t deadline_ns) {
-  std::set<int> signalled;
+  std::set<int> signalled, seen_stopped;
+  continued_.clear();
   for (int round = 0;; ++round) {
     const std::vector<int> pids = List();
     bool all = true;
     for (int pid : pids) {
       if (signalled.insert(pid).second) kill(pid, SIGSTOP);
-      if (!AllThreadsStopped(pid)) all = false;
+      if (AllThreadsStopped(pid)) {
+        seen_stopped.insert(pid);
+      } else {
+        all = false;
+        // Stopped once and running again: something continued it (a timer
+        // or signal it arranged). Stop it again and report it on thaw. A
+        // process not seen stopped yet gets SIGSTOP again now and then too
+        // (a SIGCONT may have overtaken the first one).
+        if (seen_stopped.count(pid)) {
+          continued_ = fmt::format("process {} continued itself while being stopped", pid);
+          kill(pid, SIGSTOP);
+        } else if (round % 16 == 15) {
+          kill(pid, SIGSTOP);
+        }
+      }
     }
     if (all && List().size() == pids.size()) {
       stopped_at_ns_ = MonotonicNs();
@@ -260,7 +275,7 @@ absl::Status CandidateProcesses::Freeze(int64_t deadline_ns) {
 }
 
 std::string CandidateProcesses::Thaw() {
-  std::string broke;
+  std::string broke = continued_;
   const std::vector<int> now = List();
   for (int pid : now) {
     if (!frozen_pids_.count(pid)) {

@@ -94,6 +94,7 @@ class CandidateProcesses {
   bool frozen_ = false;
   int64_t stopped_at_ns_ = 0;
   std::set<int> frozen_pids_;
+  std::string continued_;  // set by Freeze() when a stopped process ran again
   std::map<int, uint64_t> cpu_ns_;  // tid -> CPU time when frozen
 };
 
