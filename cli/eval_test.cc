@@ -1,0 +1,257 @@
+// `pkforge eval` end to end (issue 15's missing tests): the real binary
+// against a real in-process executor on the host backend (readable report,
+// exit codes, cache hit), over TLS with --tls-ca, and the report's profile
+// and sanitizer sections from a canned executor (profiling needs a GPU).
+#include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
+#include "executor/config.h"
+#include "executor/server.h"
+#include "executor/testing_candidates.h"
+#include "orchestrator/testing/tls_certs.h"
+#include "pkforge/v1/executor.grpc.pb.h"
+
+namespace pkforge::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Cmd {
+  int rc = -1;
+  std::string out;  // stdout only (progress goes to stderr)
+  std::string err;
+};
+
+class EvalTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/pkf_eval_test_XXXXXX";
+    dir_ = mkdtemp(tmpl);
+  }
+  void TearDown() override {
+    server_.reset();
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+  }
+
+  void StartExecutor(const std::string& cert = "", const std::string& key = "") {
+    executor::ExecutorConfig c;
+    c.listen = "127.0.0.1:0";
+    c.data_dir = dir_ + "/data";
+    c.gpus = "none";
+    c.nvcc = "none";
+    c.measure_ceilings = false;
+    c.host_slots = 1;
+    c.default_timeout_s = 20;
+    c.worker_path = std::string(PKFORGE_BIN_DIR) + "/pkforge-worker";
+    c.max_file_mb = 64;
+    c.tmpfs_mb = 128;
+    c.run_memory_mb = 4096;
+    c.tls_cert_file = cert;
+    c.tls_key_file = key;
+    ASSERT_TRUE(executor::Finalize(&c, std::string(PKFORGE_BIN_DIR) + "/pkforge-executor").ok());
+    auto s = executor::ExecutorServer::Start(c);
+    ASSERT_TRUE(s.ok()) << s.status();
+    server_ = std::move(*s);
+  }
+
+  std::string Write(const std::string& name, const std::string& text) {
+    const std::string path = dir_ + "/" + name;
+    std::ofstream(path) << text;
+    return path;
+  }
+
+  Cmd Eval(const std::string& args) {
+    const std::string err = dir_ + "/stderr.txt";
+    const std::string cmd = absl::StrCat(PKFORGE_BIN, " eval ", args, " 2>", err);
+    Cmd r;
+    FILE* p = popen(cmd.c_str(), "r");
+    if (p == nullptr) return r;
+    char buf[4096];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
+    const int status = pclose(p);
+    r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    std::ifstream in(err);
+    r.err.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    return r;
+  }
+
+  static std::string Allreduce(const std::string& post = "") {
+    return absl::StrReplaceAll(executor::test_candidates::kAllreduce, {{"/*POST*/", post}});
+  }
+
+  std::string dir_;
+  std::unique_ptr<executor::ExecutorServer> server_;
+};
+
+constexpr const char* kHostArgs = "--problem allreduce --backend host --world-size 2 --dtype f32 --size tiny "
+                                  "--trials 2 --iters 3 ";
+
+TEST_F(EvalTest, ReadableReportOfAnOkCandidateOnTheHostBackend) {
+  StartExecutor();
+  const std::string file = Write("cand.cc", Allreduce());
+  Cmd r = Eval(absl::StrCat("--executor ", server_->address(), " ", kHostArgs, file));
+  ASSERT_EQ(r.rc, 0) << r.out << r.err;
+  EXPECT_EQ(r.out.rfind("OK: ", 0), 0u) << r.out;
+  for (const std::string& line :
+       {std::string("  evaluation "), std::string(" allreduce BACKEND_HOST world_size 2 DTYPE_F32\n"),
+        std::string("  compile: compiled, "), std::string("  correctness: 2/2 trials passed\n"),
+        std::string("  timing (max over ranks per iteration):\n"), std::string("  reference  median "),
+        std::string("  candidate  median "), std::string("  speedup "), std::string("  roofline "),
+        std::string("  time: total ")}) {
+    EXPECT_NE(r.out.find(line), std::string::npos) << "missing '" << line << "' in\n" << r.out;
+  }
+  EXPECT_EQ(r.out.find("WARNING"), std::string::npos) << r.out;
+  // Progress went to stderr, not into the report.
+  EXPECT_NE(r.err.find("compiling"), std::string::npos) << r.err;
+  EXPECT_EQ(r.out.find("compiling"), std::string::npos) << r.out;
+
+  // The same file again: a compile-cache hit; --quiet silences progress.
+  Cmd again = Eval(absl::StrCat("--quiet --executor ", server_->address(), " ", kHostArgs, file));
+  ASSERT_EQ(again.rc, 0) << again.out << again.err;
+  EXPECT_NE(again.out.find("  compile: cache hit, "), std::string::npos) << again.out;
+  EXPECT_EQ(again.err.find("compiling"), std::string::npos) << again.err;
+}
+
+TEST_F(EvalTest, WrongOutputExitsOneAndShowsTheMismatch) {
+  StartExecutor();
+  const std::string file = Write("wrong.cc", Allreduce(" + 1.0f"));
+  Cmd r = Eval(absl::StrCat("--quiet --executor ", server_->address(), " ", kHostArgs, file));
+  EXPECT_EQ(r.rc, 1) << r.out << r.err;
+  EXPECT_EQ(r.out.rfind("WRONG_OUTPUT: ", 0), 0u) << r.out;
+  EXPECT_NE(r.out.find("  correctness: 0/"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(" wrong; first at "), std::string::npos) << r.out;
+}
+
+TEST_F(EvalTest, TlsCaVerifiesTheExecutor) {
+  const testing_tls::TestCerts certs = testing_tls::MakeTestCerts(dir_);
+  ASSERT_TRUE(certs.error.empty()) << certs.error;
+  StartExecutor(certs.server_cert, certs.server_key);
+  const std::string file = Write("cand.cc", Allreduce());
+  Cmd ok = Eval(absl::StrCat("--quiet --tls-ca ", certs.ca, " --executor ", server_->address(), " ",
+                             kHostArgs, file));
+  EXPECT_EQ(ok.rc, 0) << ok.out << ok.err;
+  EXPECT_EQ(ok.out.rfind("OK: ", 0), 0u) << ok.out;
+  // An untrusted CA or plaintext against the TLS executor: unavailable (4),
+  // with the executor named, and no report.
+  for (const std::string& extra : {absl::StrCat("--tls-ca ", certs.other_ca), std::string()}) {
+    Cmd bad = Eval(absl::StrCat("--quiet ", extra, " --executor ", server_->address(), " ",
+                                kHostArgs, file));
+    EXPECT_EQ(bad.rc, 4) << extra << "\n" << bad.out << bad.err;
+    EXPECT_NE(bad.err.find(server_->address()), std::string::npos) << bad.err;
+    EXPECT_TRUE(bad.out.empty()) << bad.out;
+  }
+  Cmd missing = Eval(absl::StrCat("--tls-ca ", dir_, "/nope.pem --executor ", server_->address(),
+                                  " ", kHostArgs, file));
+  EXPECT_NE(missing.rc, 0);
+  EXPECT_NE(missing.err.find("nope.pem"), std::string::npos) << missing.err;
+}
+
+// An executor that answers every Evaluate with a canned result, recording
+// the request: the report's profile and sanitizer sections need a GPU for
+// real, their formatting does not.
+class CannedExecutor final : public v1::Executor::Service {
+ public:
+  explicit CannedExecutor(v1::EvaluationResult result) : result_(std::move(result)) {}
+  grpc::Status Evaluate(grpc::ServerContext*, const v1::EvaluateRequest* req,
+                        grpc::ServerWriter<v1::EvaluateProgress>* writer) override {
+    {
+      std::lock_guard lock(mu_);
+      last_ = *req;
+    }
+    v1::EvaluateProgress msg;
+    *msg.mutable_result() = result_;
+    writer->Write(msg);
+    return grpc::Status::OK;
+  }
+  v1::EvaluateRequest last() {
+    std::lock_guard lock(mu_);
+    return last_;
+  }
+
+ private:
+  v1::EvaluationResult result_;
+  std::mutex mu_;
+  v1::EvaluateRequest last_;
+};
+
+TEST_F(EvalTest, ProfileAndSanitizerSectionsAreFormatted) {
+  v1::EvaluationResult res;
+  res.set_status(v1::EvaluationResult::OK);
+  res.set_message("correct");
+  res.set_evaluation_id("ev1");
+  res.set_executor_id("canned");
+  res.set_problem("allreduce");
+  res.set_backend(v1::BACKEND_CUDA);
+  res.set_world_size(1);
+  res.set_dtype(v1::DTYPE_BF16);
+  auto* prof = res.mutable_profile();
+  prof->set_tool("ncu 2025.1");
+  auto* k = prof->add_kernels();
+  k->set_name("sum_kernel");
+  k->set_invocations(48);
+  k->set_duration_us(3.1);
+  prof->set_text(
+      "kernel | calls | mean us | DRAM % peak | achieved occupancy % | SM % peak\n"
+      "sum_kernel | 48 | 3.10 | 71.2 | 88.0 | 12.5\n");
+  auto* san = res.mutable_sanitizer();
+  san->set_tool("memcheck");
+  san->set_errors(1);
+  san->set_text("========= Invalid __global__ write of size 4\n");
+  CannedExecutor service(res);
+  grpc::ServerBuilder builder;
+  int port = 0;
+  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
+  builder.RegisterService(&service);
+  auto server = builder.BuildAndStart();
+  ASSERT_NE(port, 0);
+  const std::string file = Write("cand.cu", "// any\n");
+  Cmd r = Eval(absl::StrCat("--quiet --executor 127.0.0.1:", port,
+                            " --problem allreduce --backend cuda --profile --sanitize memcheck ", file));
+  server->Shutdown();
+  EXPECT_EQ(r.rc, 0) << r.out << r.err;
+  EXPECT_TRUE(service.last().profile());
+  EXPECT_EQ(service.last().sanitize(), v1::SANITIZER_MEMCHECK);
+  EXPECT_NE(r.out.find("  profile (ncu 2025.1):\n"
+                       "kernel | calls | mean us | DRAM % peak | achieved occupancy % | SM % peak\n"
+                       "sum_kernel | 48 | 3.10 | 71.2 | 88.0 | 12.5\n"
+                       "  memcheck: 1 error(s)\n"
+                       "========= Invalid __global__ write of size 4\n"
+                       "  time: total "),
+            std::string::npos)
+      << r.out;
+  EXPECT_EQ(r.out.find("profile error"), std::string::npos) << r.out;
+
+  // A failed profile says why, on its own line.
+  res.clear_sanitizer();
+  res.mutable_profile()->clear_kernels();
+  res.mutable_profile()->set_text("");
+  res.mutable_profile()->set_error("ncu produced no kernel rows (exit 1): ==ERR== no GPU");
+  CannedExecutor failing(res);
+  grpc::ServerBuilder b2;
+  int port2 = 0;
+  b2.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port2);
+  b2.RegisterService(&failing);
+  auto server2 = b2.BuildAndStart();
+  ASSERT_NE(port2, 0);
+  Cmd f = Eval(absl::StrCat("--quiet --executor 127.0.0.1:", port2,
+                            " --problem allreduce --backend cuda --profile ", file));
+  server2->Shutdown();
+  EXPECT_NE(f.out.find("  profile (ncu 2025.1):\n  profile error: ncu produced no kernel rows "
+                       "(exit 1): ==ERR== no GPU\n"),
+            std::string::npos)
+      << f.out;
+}
+
+}  // namespace
+}  // namespace pkforge::cli
