@@ -164,6 +164,7 @@ struct SubmitOptions {
   std::string problem = "allreduce", backend = "host", dtype, size = "tiny", agent = "search";
   int world_size = 1;
   std::string provider_name, model;
+  std::string api_key_env;  // this client's variable holding its own key (if the provider allows)
   double temperature = 0.7;
   std::string strategy = "sequential";
   int n = 0;
@@ -212,6 +213,17 @@ absl::StatusOr<v1::JobSpec> SpecFromFlags(const SubmitOptions& o) {
   if (o.agent == "llm") {
     a->mutable_llm()->set_provider_name(o.provider_name);
     a->mutable_llm()->set_model(o.model);
+    if (!o.api_key_env.empty()) {
+      // The client's own key, read here and sent in the request; the
+      // orchestrator uses it only if its operator allows client keys for
+      // this provider, and never stores or echoes it.
+      const char* key = std::getenv(o.api_key_env.c_str());
+      if (key == nullptr || key[0] == '\0') {
+        return absl::InvalidArgumentError(
+            absl::StrCat("--api-key-env: ", o.api_key_env, " is not set in this environment"));
+      }
+      a->mutable_llm()->set_api_key(key);
+    }
     a->mutable_llm()->set_temperature(o.temperature);
     a->mutable_strategy()->set_kind(o.strategy == "best_of_n" ? v1::STRATEGY_BEST_OF_N
                                     : o.strategy == "tree"    ? v1::STRATEGY_TREE
@@ -512,6 +524,9 @@ void RegisterRemote(CLI::App& app, int* exit_code) {
                     "llm: one of the orchestrator's providers (its operator configures them "
                     "with pkforge-orchestrator --provider NAME=KIND,BASE_URL,KEY_ENV)");
     cmd->add_option("--model", o->model, "LLM model");
+    cmd->add_option("--api-key-env", o->api_key_env,
+                    "llm: environment variable (of this client) holding your own key for the "
+                    "provider; accepted only where its operator allows client keys");
     cmd->add_option("--temperature", o->temperature, "LLM temperature");
     cmd->add_option("--strategy", o->strategy, "sequential | best_of_n | tree")
         ->check(CLI::IsMember({"sequential", "best_of_n", "tree"}));

@@ -1,8 +1,8 @@
 #include "orchestrator/config.h"
 
-#include <set>
-
+#include <algorithm>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 #include "common/status.h"
@@ -11,27 +11,92 @@
 
 namespace pkforge::orchestrator {
 
-absl::StatusOr<LlmProvider> ParseProvider(const std::string& flag) {
-  const size_t eq = flag.find('=');
-  if (eq == std::string::npos)
-    return absl::InvalidArgumentError("--provider: expected NAME=KIND,BASE_URL[,KEY_ENV]");
-  LlmProvider p;
-  p.name = flag.substr(0, eq);
+namespace {
+
+std::vector<std::string> Split(const std::string& s, const std::string& seps) {
   std::vector<std::string> parts;
-  std::string rest = flag.substr(eq + 1);
   for (size_t at = 0;;) {
-    const size_t comma = rest.find(',', at);
-    parts.push_back(rest.substr(at, comma == std::string::npos ? std::string::npos : comma - at));
-    if (comma == std::string::npos) break;
-    at = comma + 1;
+    const size_t cut = s.find_first_of(seps, at);
+    parts.push_back(s.substr(at, cut == std::string::npos ? std::string::npos : cut - at));
+    if (cut == std::string::npos) break;
+    at = cut + 1;
   }
-  if (parts.size() < 2 || parts.size() > 3)
-    return absl::InvalidArgumentError("--provider: expected NAME=KIND,BASE_URL[,KEY_ENV]");
+  return parts;
+}
+
+absl::StatusOr<bool> ParseBool(const std::string& key, const std::string& v) {
+  if (v == "true" || v == "1" || v == "yes") return true;
+  if (v == "false" || v == "0" || v == "no") return false;
+  return absl::InvalidArgumentError(fmt::format("--provider {}: expected true or false", key));
+}
+
+}  // namespace
+
+absl::StatusOr<LlmProvider> ParseProvider(const std::string& flag) {
+  constexpr char kUsage[] =
+      "--provider: expected NAME=KIND,BASE_URL[,KEY_ENV] or "
+      "name=NAME,kind=KIND,base_url=URL[,key_env=VAR][,models=M1|M2][,allow_client_key=true]";
+  LlmProvider p;
+  if (flag.rfind("name=", 0) == 0 && flag.find(",kind=") != std::string::npos) {
+    for (const std::string& part : Split(flag, ",")) {
+      const size_t eq = part.find('=');
+      if (eq == std::string::npos) return absl::InvalidArgumentError(kUsage);
+      const std::string k = part.substr(0, eq), v = part.substr(eq + 1);
+      if (k == "name") {
+        p.name = v;
+      } else if (k == "kind") {
+        p.kind = v;
+      } else if (k == "base_url") {
+        p.base_url = v;
+      } else if (k == "key_env") {
+        p.key_env = v;
+      } else if (k == "models") {
+        for (const std::string& m : Split(v, "|;"))
+          if (!m.empty()) p.models.push_back(m);
+      } else if (k == "allow_client_key") {
+        ASSIGN_OR_RETURN(p.allow_client_key, ParseBool(k, v));
+      } else {
+        return absl::InvalidArgumentError(fmt::format("--provider: unknown key '{}'", k));
+      }
+    }
+    return p;
+  }
+  const size_t eq = flag.find('=');
+  if (eq == std::string::npos) return absl::InvalidArgumentError(kUsage);
+  p.name = flag.substr(0, eq);
+  std::vector<std::string> parts = Split(flag.substr(eq + 1), ",");
+  if (parts.size() < 2 || parts.size() > 3) return absl::InvalidArgumentError(kUsage);
   p.kind = parts[0];
   p.base_url = parts[1];
   if (parts.size() == 3) p.key_env = parts[2];
   return p;
 }
+
+absl::Status CheckProviderUse(const LlmProvider& provider, const std::string& model,
+                              const std::string& client_key) {
+  if (!provider.models.empty() &&
+      std::find(provider.models.begin(), provider.models.end(), model) == provider.models.end()) {
+    std::string allowed;
+    for (const auto& m : provider.models) allowed += (allowed.empty() ? "" : ", ") + m;
+    return absl::InvalidArgumentError(fmt::format(
+        "spec.agent.llm.model: not offered by provider '{}' (allowed: {})", provider.name, allowed));
+  }
+  if (client_key.empty()) return absl::OkStatus();
+  if (!provider.allow_client_key) {
+    return absl::PermissionDeniedError(fmt::format(
+        "spec.agent.llm.api_key: provider '{}' does not accept client keys (its operator "
+        "supplies the key)",
+        provider.name));
+  }
+  if (client_key.size() > 4096 ||
+      std::any_of(client_key.begin(), client_key.end(),
+                  [](char c) { return c < 0x21 || c > 0x7e; })) {
+    return absl::InvalidArgumentError(
+        "spec.agent.llm.api_key: expected 1-4096 printable ASCII characters without spaces");
+  }
+  return absl::OkStatus();
+}
+
 namespace {
 
 using nlohmann::json;
@@ -106,6 +171,14 @@ absl::StatusOr<OrchestratorConfig> LoadConfigFile(const std::string& path,
         LlmProvider pr;
         for (const auto& f : e.items()) {
           const std::string key = "providers[]." + f.key();
+          if (f.key() == "models") {
+            RETURN_IF_ERROR(Get(f.value(), key, &pr.models));
+            continue;
+          }
+          if (f.key() == "allow_client_key") {
+            RETURN_IF_ERROR(Get(f.value(), key, &pr.allow_client_key));
+            continue;
+          }
           if (!f.value().is_string()) return Bad(key, "expected a string");
           if (f.key() == "name") pr.name = f.value().get<std::string>();
           else if (f.key() == "kind") pr.kind = f.value().get<std::string>();
@@ -169,6 +242,10 @@ absl::Status ValidateConfig(const OrchestratorConfig& c) {
       return Bad("providers[].kind", fmt::format("'{}': expected openai or anthropic", pr.kind));
     if (pr.base_url.rfind("http://", 0) != 0 && pr.base_url.rfind("https://", 0) != 0)
       return Bad("providers[].base_url", fmt::format("'{}': expected an http(s) URL", pr.base_url));
+    for (const auto& m : pr.models) {
+      if (m.empty() || m.size() > 256)
+        return Bad("providers[].models", fmt::format("provider '{}': names of 1-256 bytes", pr.name));
+    }
   }
   if (c.listen.find(':') == std::string::npos) return Bad("listen", "expected HOST:PORT");
   if (c.db.empty()) return Bad("db", "is empty");

@@ -22,9 +22,23 @@ struct LlmProvider {
   std::string kind;      // openai | anthropic
   std::string base_url;  // http(s)://...
   std::string key_env;   // environment variable of this process holding the key ("" = none)
+  // Models jobs may use through it; empty = any.
+  std::vector<std::string> models;
+  // Clients may send their own key (LlmConfig.api_key) for this provider; it
+  // then replaces the key_env key for that job only and is never stored.
+  bool allow_client_key = false;
 };
-// "NAME=KIND,BASE_URL[,KEY_ENV]" (the --provider flag).
+// The --provider flag, either positional "NAME=KIND,BASE_URL[,KEY_ENV]" or
+// "name=NAME,kind=KIND,base_url=URL[,key_env=VAR][,models=M1|M2][,allow_client_key=true]".
 absl::StatusOr<LlmProvider> ParseProvider(const std::string& flag);
+// What a client asked of a provider it named, beyond its name: the model
+// must be among `provider.models` when it lists any (INVALID_ARGUMENT,
+// spec.agent.llm.model); a client key (non-empty `client_key`) needs
+// allow_client_key (PERMISSION_DENIED, spec.agent.llm.api_key) and must be
+// 1-4096 printable ASCII characters (it becomes an HTTP header: no CR/LF).
+// Messages quote no key and no environment variable.
+absl::Status CheckProviderUse(const LlmProvider& provider, const std::string& model,
+                              const std::string& client_key);
 
 struct ExecutorEndpoint {
   std::string address;     // HOST:PORT

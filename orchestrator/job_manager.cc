@@ -1,5 +1,7 @@
 #include "orchestrator/job_manager.h"
 
+#include <limits.h>
+#include <stdlib.h>
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -10,6 +12,7 @@
 #include <thread>
 
 #include "agent/kernel_templates.h"
+#include "agent/reply_parser.h"
 #include "common/ids.h"
 #include "common/status.h"
 #include "fmt/format.h"
@@ -41,6 +44,9 @@ struct JobManager::Job {
   bool cancel_requested = false;
   std::string cancel_reason;
   std::string end_pending;  // why the end is not stored yet ("" = not ending)
+  // The client's own provider key (only where the operator allowed it): in
+  // memory for this job's LLM calls, never in `spec`, the store or a log.
+  std::string llm_api_key;
 };
 
 // The job's view of the executor pool: dispatch waits become the job's
@@ -97,7 +103,106 @@ JobManager::~JobManager() { Shutdown("shutdown", 1e9); }
 
 // ------------------------------------------------------------- validation
 
-absl::Status JobManager::Validate(const v1::JobSpec& spec) const {
+// A client string echoed in an error: short and printable only.
+std::string Echo(const std::string& v) {
+  std::string out;
+  for (char c : v.substr(0, 64)) out += (c >= 0x20 && c < 0x7f) ? c : '?';
+  return v.size() > 64 ? out + "..." : out;
+}
+
+absl::StatusOr<v1::JobSpec> JobManager::Admit(const v1::JobSpec& request_spec) const {
+  v1::JobSpec spec = request_spec;
+  if (spec.agent().kind() == v1::AGENT_KIND_LLM) {
+    // Issue #15: the operator, not the client, decides which key goes to
+    // which host. The client names a provider; nothing about the
+    // orchestrator's environment is revealed or sent elsewhere.
+    v1::LlmConfig* l = spec.mutable_agent()->mutable_llm();
+    std::string names;
+    for (const auto& p : options_.providers) names += (names.empty() ? "" : ", ") + p.name;
+    if (names.empty()) names = "none configured: start the orchestrator with --provider";
+    if (!l->api_key_env().empty())
+      return Invalid("spec.agent.llm.api_key_env",
+                     "not accepted from clients: the orchestrator's operator chooses provider "
+                     "keys; name a configured provider in spec.agent.llm.provider_name (" +
+                         names + ")");
+    if (l->provider_name().empty())
+      return Invalid("spec.agent.llm.provider_name", "is required (configured: " + names + ")");
+    const LlmProvider* found = nullptr;
+    for (const auto& p : options_.providers)
+      if (p.name == l->provider_name()) found = &p;
+    if (found == nullptr)
+      return Invalid("spec.agent.llm.provider_name",
+                     fmt::format("unknown provider '{}' (configured: {})", Echo(l->provider_name()),
+                                 names));
+    if (!l->base_url().empty() && l->base_url() != found->base_url)
+      return Invalid("spec.agent.llm.base_url",
+                     "must be empty or the provider's own URL: a provider's key is never sent "
+                     "to another host");
+    const v1::Provider kind =
+        found->kind == "anthropic" ? v1::PROVIDER_ANTHROPIC : v1::PROVIDER_OPENAI;
+    if (l->provider() != v1::PROVIDER_UNSPECIFIED && l->provider() != kind)
+      return Invalid("spec.agent.llm.provider",
+                     fmt::format("provider '{}' speaks {}", found->name, found->kind));
+    RETURN_IF_ERROR(CheckProviderUse(*found, l->model(), l->api_key()));
+    const bool client_key = !l->api_key().empty();
+    l->clear_api_key();  // never stored nor echoed; Submit() hands it to the job
+    l->set_provider(kind);
+    l->set_base_url(found->base_url);
+    l->set_api_key_env(found->key_env);
+    if (!client_key && !found->key_env.empty() && std::getenv(found->key_env.c_str()) == nullptr)
+      return absl::FailedPreconditionError(fmt::format(
+          "spec.agent.llm.provider_name: provider '{}' has no API key in the orchestrator's "
+          "environment (an operator setting)",
+          found->name));
+  }
+  if (spec.agent().has_llm()) spec.mutable_agent()->mutable_llm()->clear_api_key();
+  if (spec.agent().kind() == v1::AGENT_KIND_REPLAY) {
+    // Issue #15: no client reads files of the orchestrator host, except
+    // under the operator's replay root.
+    v1::AgentConfig* a = spec.mutable_agent();
+    if (!a->replay_sources().empty() && !a->replay_dir().empty())
+      return Invalid("spec.agent.replay_dir", "give replay_sources or replay_dir, not both");
+    if (a->replay_sources_size() > 1000)
+      return Invalid("spec.agent.replay_sources", "more than 1000 sources");
+    for (const auto& src : a->replay_sources()) {
+      if (src.source().size() > agent::kMaxCandidateBytes)
+        return Invalid("spec.agent.replay_sources",
+                       fmt::format("'{}' is over the {} byte limit", Echo(src.name()),
+                                   agent::kMaxCandidateBytes));
+      if (src.name().size() > 256)
+        return Invalid("spec.agent.replay_sources.name", "longer than 256 characters");
+    }
+    if (a->replay_sources().empty()) {
+      if (a->replay_dir().empty())
+        return Invalid("spec.agent.replay_sources",
+                       "is required (or replay_dir under the orchestrator's --replay-root)");
+      if (options_.replay_root.empty())
+        return absl::PermissionDeniedError(
+            "spec.agent.replay_dir: this orchestrator reads no files for clients (no "
+            "--replay-root); send the candidates in spec.agent.replay_sources");
+      char root[PATH_MAX], real[PATH_MAX];
+      if (realpath(options_.replay_root.c_str(), root) == nullptr)
+        return absl::FailedPreconditionError("the orchestrator's --replay-root does not exist");
+      const std::string wanted = a->replay_dir()[0] == '/'
+                                     ? a->replay_dir()
+                                     : std::string(root) + "/" + a->replay_dir();
+      const std::string r = root;
+      struct stat st;
+      if (realpath(wanted.c_str(), real) == nullptr || stat(real, &st) != 0 || !S_ISDIR(st.st_mode))
+        return Invalid("spec.agent.replay_dir",
+                       fmt::format("'{}' is not a directory under the replay root", Echo(a->replay_dir())));
+      const std::string resolved = real;
+      if (resolved != r && resolved.rfind(r + "/", 0) != 0)
+        return absl::PermissionDeniedError(fmt::format(
+            "spec.agent.replay_dir: '{}' resolves outside the replay root", Echo(a->replay_dir())));
+      a->set_replay_dir(resolved);
+    }
+  }
+  if (absl::Status s = ValidateResolved(spec); !s.ok()) return s;
+  return spec;
+}
+
+absl::Status JobManager::ValidateResolved(const v1::JobSpec& spec) const {
   // Bounded strings and budget, and the executor's own rules for every
   // evaluation of the job (convert.h; cuda: the GPU memory of its executor).
   RETURN_IF_ERROR(ValidateJobSpecFields(spec, spec.backend() == v1::BACKEND_CUDA
@@ -151,30 +256,12 @@ absl::Status JobManager::Validate(const v1::JobSpec& spec) const {
         return Invalid("spec.agent.llm.base_url",
                        fmt::format("expected an http(s) URL, got '{}'", l.base_url()));
       }
-      if (l.api_key_env().empty()) {
-        return Invalid("spec.agent.llm.api_key_env",
-                       "is required (the name of an environment variable of the orchestrator)");
-      }
-      if (std::getenv(l.api_key_env().c_str()) == nullptr) {
-        return absl::FailedPreconditionError(fmt::format(
-            "spec.agent.llm.api_key_env: environment variable {} is not set in the "
-            "orchestrator's environment",
-            l.api_key_env()));
-      }
       break;
     }
     case v1::AGENT_KIND_SEARCH:
       break;  // templates are checked once the problem is known to exist
-    case v1::AGENT_KIND_REPLAY: {
-      if (a.replay_dir().empty()) return Invalid("spec.agent.replay_dir", "is required");
-      struct stat st;
-      if (stat(a.replay_dir().c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
-        return Invalid("spec.agent.replay_dir",
-                       fmt::format("'{}' is not a directory on the orchestrator host",
-                                   a.replay_dir()));
-      }
-      break;
-    }
+    case v1::AGENT_KIND_REPLAY:
+      break;  // resolved and checked by Admit()
     default:
       return Invalid("spec.agent.kind", "expected llm, search or replay");
   }
@@ -255,14 +342,18 @@ absl::StatusOr<v1::Job> JobManager::Submit(const v1::SubmitJobRequest& request) 
     }
     if (prior->has_value()) return Get(**prior);
   }
-  if (absl::Status s = Validate(request.spec()); !s.ok()) {
+  absl::StatusOr<v1::JobSpec> admitted = Admit(request.spec());
+  if (!admitted.ok()) {
     release();
-    return s;
+    return admitted.status();
   }
   const std::string id = NewId("job");
-  auto job = std::make_shared<Job>(id, request.spec(), options_.clock);
+  auto job = std::make_shared<Job>(id, *admitted, options_.clock);
+  if (admitted->agent().kind() == v1::AGENT_KIND_LLM) {
+    job->llm_api_key = request.spec().agent().llm().api_key();
+  }
   job->created_wall_us = options_.clock->NowWallMicros();
-  auto record = NewJobRecord(id, request.spec(), job->created_wall_us);
+  auto record = NewJobRecord(id, *admitted, job->created_wall_us);
   if (record.ok()) record->client_request_id = rid;
   absl::Status s = record.ok() ? store_->CreateJob(*record) : record.status();
   if (absl::IsAlreadyExists(s) && !rid.empty()) {
@@ -282,9 +373,9 @@ absl::StatusOr<v1::Job> JobManager::Submit(const v1::SubmitJobRequest& request) 
     return Annotate(s, "storing the job");
   }
   if (metrics_ != nullptr) metrics_->JobSubmitted();
-  spdlog::info("job {} submitted: {} {} ws={} agent={}", id, request.spec().problem(),
-               BackendName(request.spec().backend()), request.spec().world_size(),
-               AgentKindName(request.spec().agent().kind()));
+  spdlog::info("job {} submitted: {} {} ws={} agent={}", id, admitted->problem(),
+               BackendName(admitted->backend()), admitted->world_size(),
+               AgentKindName(admitted->agent().kind()));
   std::lock_guard lock(mu_);
   if (!rid.empty()) request_ids_[rid] = id;
   active_[id] = job;
@@ -483,6 +574,7 @@ void JobManager::RunJob(std::shared_ptr<Job> job) {
       env.sink = &sink;
       env.cancel = &job->cancel;
       env.clock = options_.clock;
+      env.llm_api_key = job->llm_api_key;
       auto agent = agent::MakeAgent(std::move(env), options_.agent);
       result = agent.ok() ? (*agent)->Run() : agent.status();
     }

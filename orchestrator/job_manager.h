@@ -72,6 +72,7 @@
 #include "agent/agent.h"
 #include "agent/cancel.h"
 #include "common/clock.h"
+#include "orchestrator/config.h"
 #include "orchestrator/event_log.h"
 #include "orchestrator/executor_pool.h"
 #include "orchestrator/job_sink.h"
@@ -89,6 +90,10 @@ class JobManager {
     double wall_grace_s = 5;
     agent::AgentOptions agent;
     const Clock* clock = SystemClock::Get();
+    // The operator's LLM providers by name, and the directory replay jobs may
+    // read from ("" = inline sources only). See OrchestratorConfig.
+    std::vector<LlmProvider> providers;
+    std::string replay_root;
   };
 
   JobManager(Options options, storage::TrajectoryStore* store, EventLog* log, ExecutorPool* pool,
@@ -103,7 +108,16 @@ class JobManager {
   absl::StatusOr<v1::Job> Cancel(const std::string& job_id, const std::string& reason);
 
   // The spec checks of Submit(), exposed for tests and the CLI's dry runs.
-  absl::Status Validate(const v1::JobSpec& spec) const;
+  absl::Status Validate(const v1::JobSpec& spec) const { return Admit(spec).status(); }
+  // What Submit() stores and runs: the spec with operator-chosen parts
+  // resolved (the named provider's kind, URL and key variable; a replay
+  // directory's real path under the replay root), after every check.
+  absl::StatusOr<v1::JobSpec> Admit(const v1::JobSpec& spec) const;
+
+ private:
+  absl::Status ValidateResolved(const v1::JobSpec& spec) const;
+
+ public:
 
   // Stops admitting, cancels running jobs and waits up to `grace_s` for them
   // to end (as interrupted with `reason`); queued jobs stay queued in the

@@ -34,9 +34,12 @@ int main(int argc, char** argv) {
   app.add_option("--executor", executors, "Executor HOST:PORT (repeatable)");
   std::vector<std::string> providers;
   app.add_option("--provider", providers,
-                 "LLM provider jobs may use, NAME=KIND,BASE_URL[,KEY_ENV] (repeatable; KIND "
-                 "openai|anthropic; KEY_ENV names this process's environment variable holding "
-                 "the key). Clients pick one by NAME; they never choose URLs or variables.");
+                 "LLM provider jobs may use, NAME=KIND,BASE_URL[,KEY_ENV] or "
+                 "name=NAME,kind=KIND,base_url=URL[,key_env=VAR][,models=M1|M2]"
+                 "[,allow_client_key=true] (repeatable; KIND openai|anthropic; KEY_ENV names this "
+                 "process's environment variable holding the key; models: the only models jobs "
+                 "may use; allow_client_key: clients may send their own key instead). Clients "
+                 "pick one by NAME; they never choose URLs or variables.");
   auto* replay_root = app.add_option("--replay-root", flags.replay_root,
                                      "Directory replay jobs may read candidates from (default: "
                                      "none; clients send sources inline)");

@@ -110,6 +110,11 @@ class OrchestratorTest : public ::testing::Test {
     stub_ = testing::Client(orch_->address());
   }
   void StartOrchestrator() { StartOrchestrator(Config()); }
+  // Config() with the operator's provider "test" at `url` (key in kKeyEnv).
+  OrchestratorConfig WithProvider(OrchestratorConfig c, const std::string& url) {
+    c.providers.push_back(LlmProvider{"test", "openai", url, kKeyEnv});
+    return c;
+  }
 
   absl::StatusOr<v1::Job> Submit(const v1::JobSpec& spec, const std::string& request_id = "") {
     grpc::ClientContext ctx;
@@ -199,8 +204,8 @@ TEST_F(OrchestratorTest, LlmJobRecordsEveryCallAndNeverStoresTheKey) {
   (*server)->SetDefault([&](const agent::testing::RecordedRequest&) {
     return agent::testing::FakeHttpServer::OpenAiReply(FileReply(++n), 100, 50);
   });
-  StartOrchestrator();
-  auto job = Submit(testing::LlmSpec((*server)->base_url() + "/v1", kKeyEnv, 3));
+  StartOrchestrator(WithProvider(Config(), (*server)->base_url() + "/v1"));
+  auto job = Submit(testing::LlmSpec("test", 3));
   ASSERT_TRUE(job.ok()) << job.status();
   auto done = testing::WaitForEnd(stub_.get(), job->id(), 30);
   ASSERT_TRUE(done.ok()) << done.status();
@@ -294,7 +299,7 @@ TEST_F(OrchestratorTest, IdleWatchGetsHeartbeatsAndCancelStopsAJobQuickly) {
 }
 
 TEST_F(OrchestratorTest, InvalidSubmissionsNameTheField) {
-  StartOrchestrator();
+  StartOrchestrator(WithProvider(Config(), "http://127.0.0.1:1/v1"));
   const std::string replay_missing = dir_ + "/nope";
   struct Case {
     std::string name;
@@ -326,24 +331,23 @@ TEST_F(OrchestratorTest, InvalidSubmissionsNameTheField) {
       {"no agent", [](v1::JobSpec& s) { s.clear_agent(); }, absl::StatusCode::kInvalidArgument,
        "spec.agent.kind"},
       {"llm without model", [](v1::JobSpec& s) {
-         s = testing::LlmSpec("http://127.0.0.1:1/v1", kKeyEnv);
+         s = testing::LlmSpec("test");
          s.mutable_agent()->mutable_llm()->clear_model();
        }, absl::StatusCode::kInvalidArgument, "spec.agent.llm.model"},
-      {"llm without base_url", [](v1::JobSpec& s) {
-         s = testing::LlmSpec("", kKeyEnv);
-       }, absl::StatusCode::kInvalidArgument, "spec.agent.llm.base_url"},
-      {"llm without provider", [](v1::JobSpec& s) {
-         s = testing::LlmSpec("http://127.0.0.1:1/v1", kKeyEnv);
-         s.mutable_agent()->mutable_llm()->set_provider(v1::PROVIDER_UNSPECIFIED);
-       }, absl::StatusCode::kInvalidArgument, "spec.agent.llm.provider"},
-      {"llm without key env", [](v1::JobSpec& s) {
-         s = testing::LlmSpec("http://127.0.0.1:1/v1", "");
+      {"llm without provider name", [](v1::JobSpec& s) { s = testing::LlmSpec(""); },
+       absl::StatusCode::kInvalidArgument, "spec.agent.llm.provider_name"},
+      {"llm unknown provider", [](v1::JobSpec& s) { s = testing::LlmSpec("nope"); },
+       absl::StatusCode::kInvalidArgument, "spec.agent.llm.provider_name"},
+      {"llm client key env", [](v1::JobSpec& s) {
+         s = testing::LlmSpec("test");
+         s.mutable_agent()->mutable_llm()->set_api_key_env("HOME");
        }, absl::StatusCode::kInvalidArgument, "spec.agent.llm.api_key_env"},
-      {"llm key env unset", [](v1::JobSpec& s) {
-         s = testing::LlmSpec("http://127.0.0.1:1/v1", "PKF_ORCH_TEST_UNSET_VAR");
-       }, absl::StatusCode::kFailedPrecondition, "spec.agent.llm.api_key_env"},
-      {"replay dir missing", [&](v1::JobSpec& s) { s = testing::ReplaySpec(replay_missing); },
-       absl::StatusCode::kInvalidArgument, "spec.agent.replay_dir"},
+      {"llm client base_url", [](v1::JobSpec& s) {
+         s = testing::LlmSpec("test");
+         s.mutable_agent()->mutable_llm()->set_base_url("http://127.0.0.1:2/v1");
+       }, absl::StatusCode::kInvalidArgument, "spec.agent.llm.base_url"},
+      {"replay dir without a replay root", [&](v1::JobSpec& s) { s = testing::ReplaySpec(replay_missing); },
+       absl::StatusCode::kPermissionDenied, "spec.agent.replay_dir"},
       {"trials", [](v1::JobSpec& s) { s.mutable_eval()->set_trials(1000); },
        absl::StatusCode::kInvalidArgument, "spec.eval.trials"},
   };
@@ -492,7 +496,7 @@ TEST_F(OrchestratorTest, TwoHundredConcurrentLlmJobsCompleteWithBoundedMemory) {
     return r;
   });
   executor_->set_delay_ms(2);
-  OrchestratorConfig c = Config();
+  OrchestratorConfig c = WithProvider(Config(), (*server)->base_url() + "/v1");
   c.max_concurrent_jobs = 200;
   c.rpc_threads = 4;
   StartOrchestrator(c);
@@ -500,7 +504,7 @@ TEST_F(OrchestratorTest, TwoHundredConcurrentLlmJobsCompleteWithBoundedMemory) {
   constexpr int kJobs = 200;
   std::vector<std::string> ids;
   for (int i = 0; i < kJobs; ++i) {
-    auto job = Submit(testing::LlmSpec((*server)->base_url() + "/v1", kKeyEnv, 2));
+    auto job = Submit(testing::LlmSpec("test", 2));
     ASSERT_TRUE(job.ok()) << job.status();
     ids.push_back(job->id());
   }
@@ -563,6 +567,117 @@ TEST_F(OrchestratorTest, ShutdownInterruptsRunningJobsWithReasonShutdown) {
   ASSERT_TRUE(rec.ok());
   EXPECT_EQ(rec->state, storage::JobState::kInterrupted);
   EXPECT_EQ(rec->error, "shutdown");
+}
+
+}  // namespace
+}  // namespace pkforge::orchestrator
+
+namespace pkforge::orchestrator {
+namespace {
+
+// Issue #15, item 2: a client chose base_url and api_key_env and the
+// orchestrator sent `Authorization: Bearer <value of HOME>` to the client's
+// listener. No request may reach a listener the operator did not configure,
+// and errors must not reveal which variables exist.
+TEST_F(OrchestratorTest, ClientsCannotSendTheOrchestratorsEnvironmentAnywhere) {
+  auto attacker = agent::testing::FakeHttpServer::Start();
+  ASSERT_TRUE(attacker.ok());
+  std::atomic<int> hits{0};
+  (*attacker)->SetDefault([&](const agent::testing::RecordedRequest&) {
+    ++hits;
+    return agent::testing::FakeHttpServer::OpenAiReply("no", 1, 1);
+  });
+  StartOrchestrator(WithProvider(Config(), "http://127.0.0.1:1/v1"));
+  const std::string evil = (*attacker)->base_url() + "/v1";
+  std::vector<v1::JobSpec> attempts;
+  {
+    v1::JobSpec s = testing::LlmSpec("test");
+    s.mutable_agent()->mutable_llm()->set_base_url(evil);  // the operator's key, elsewhere
+    attempts.push_back(s);
+    s.mutable_agent()->mutable_llm()->set_api_key_env("HOME");
+    attempts.push_back(s);
+    s.mutable_agent()->mutable_llm()->clear_provider_name();
+    attempts.push_back(s);
+    s.mutable_agent()->mutable_llm()->set_api_key_env("PKF_SURELY_UNSET_VARIABLE");
+    attempts.push_back(s);
+  }
+  std::vector<std::string> messages;
+  for (const auto& spec : attempts) {
+    auto r = Submit(spec);
+    ASSERT_FALSE(r.ok()) << spec.DebugString();
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument) << r.status();
+    messages.push_back(std::string(r.status().message()));
+  }
+  // HOME exists, the other does not: the answers must not tell them apart.
+  EXPECT_EQ(messages[1], messages[3]);
+  for (const auto& m : messages) {
+    EXPECT_EQ(m.find(getenv("HOME")), std::string::npos) << m;
+    EXPECT_EQ(m.find("not set"), std::string::npos) << m;
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_EQ(hits.load(), 0) << "a request reached a listener the client chose";
+  EXPECT_EQ(Count(db(), "SELECT COUNT(*) FROM jobs"), 0);
+}
+
+// Issue #15, item 3: a replay job over a directory of the client's choosing
+// returned host files through GetTrajectory(include_sources).
+TEST_F(OrchestratorTest, ReplayReadsNoHostFileOutsideTheOperatorsRoot) {
+  const std::string root = dir_ + "/root";
+  const std::string outside = dir_ + "/outside";
+  std::filesystem::create_directories(root + "/cands");
+  std::filesystem::create_directories(outside);
+  std::ofstream(outside + "/secret.cc") << "// TOP-SECRET host file\n";
+  std::ofstream(root + "/cands/ok.cc") << "// fine\n";
+  std::filesystem::create_symlink(outside + "/secret.cc", root + "/cands/link.cc");
+  std::filesystem::create_directory_symlink(outside, root + "/escape");
+  OrchestratorConfig c = Config();
+  c.replay_root = root;
+  StartOrchestrator(c);
+  auto replay_dir = [](const std::string& d) {
+    v1::JobSpec s = testing::SearchSpec(0, 30);
+    s.mutable_budget()->set_max_evaluations(0);
+    s.mutable_agent()->set_kind(v1::AGENT_KIND_REPLAY);
+    s.mutable_agent()->set_replay_dir(d);
+    return s;
+  };
+  for (const std::string& d : {outside, root + "/../outside", std::string("../outside"),
+                               std::string("escape"), root + "/escape", std::string("/etc")}) {
+    auto r = Submit(replay_dir(d));
+    ASSERT_FALSE(r.ok()) << d;
+    EXPECT_THAT(std::string(r.status().message()), HasSubstr("spec.agent.replay_dir")) << d;
+  }
+  // Inside the root: the regular file is evaluated, the symlink to the
+  // secret is never read.
+  auto job = Submit(replay_dir("cands"));
+  ASSERT_TRUE(job.ok()) << job.status();
+  auto done = testing::WaitForEnd(stub_.get(), job->id(), 30);
+  ASSERT_TRUE(done.ok()) << done.status();
+  grpc::ClientContext ctx;
+  v1::GetTrajectoryRequest req;
+  req.set_job_id(job->id());
+  req.set_include_sources(true);
+  v1::Trajectory traj;
+  ASSERT_TRUE(stub_->GetTrajectory(&ctx, req, &traj).ok());
+  ASSERT_EQ(traj.candidates_size(), 1);
+  EXPECT_EQ(traj.candidates(0).source(), "// fine\n");
+  EXPECT_EQ(Count(db(), "SELECT COUNT(*) FROM candidates WHERE source LIKE '%TOP-SECRET%'"), 0);
+}
+
+TEST_F(OrchestratorTest, ReplaySourcesTravelInTheRequestWithoutAReplayRoot) {
+  StartOrchestrator();
+  v1::JobSpec s = testing::SearchSpec(0, 30);
+  s.mutable_budget()->set_max_evaluations(0);
+  s.mutable_agent()->set_kind(v1::AGENT_KIND_REPLAY);
+  for (int i = 0; i < 3; ++i) {
+    auto* src = s.mutable_agent()->add_replay_sources();
+    src->set_name("k" + std::to_string(i) + ".cc");
+    src->set_source("// inline candidate " + std::to_string(i) + "\n");
+  }
+  auto job = Submit(s);
+  ASSERT_TRUE(job.ok()) << job.status();
+  auto done = testing::WaitForEnd(stub_.get(), job->id(), 30);
+  ASSERT_TRUE(done.ok()) << done.status();
+  EXPECT_EQ(done->evaluations(), 3);
 }
 
 }  // namespace
