@@ -1,0 +1,75 @@
+// The red-team battery's cuda candidates (kernels/testdata/redteam/cuda/*.cu),
+// evaluated by the real pkforge-worker on the cuda backend at world size 1
+// (label gpu; every test skips without a usable GPU). Same assertions as
+// redteam_test: the judge's stdout is exactly its one JSON line, the verdict
+// is one the defended judge may give (never OK for an attack, never
+// HARNESS_ERROR), the benign control stays OK.
+#include <stdlib.h>
+
+#include <initializer_list>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "fmt/format.h"
+#include "fmt/ranges.h"
+#include "gtest/gtest.h"
+#include "kernels/harness/cuda_probe.h"
+#include "kernels/harness/launch_test_util.h"
+
+namespace pkforge::kernels {
+namespace {
+
+using testing::FailingChecks;
+using testing::Result;
+using testing::RunJudge;
+using testing::Verdict;
+
+bool HaveGpu() {
+  static const bool ok = [] {
+    auto p = ProbeCudaDevices();
+    return p.ok() && p->device_count > 0;
+  }();
+  return ok;
+}
+
+void Expect(const std::string& name, Result::Status status, std::set<std::string> checks = {}) {
+  if (!HaveGpu()) GTEST_SKIP() << "no usable GPU";
+  const std::string err = ::testing::TempDir() + "/redteam_gpu_" + name + ".stderr";
+  const std::string cmd = fmt::format(
+      "timeout -k 5 400 {} launch --problem allreduce --backend cuda --world-size 1 --dtype f32 "
+      "--size tiny --trials 2 --warmup 1 --iters 6 --timeout 60 --json {}/redteam_cuda_{}.so",
+      PKF_WORKER, PKF_CANDIDATES, name);
+  const Verdict v = RunJudge(cmd, err);
+  std::printf("REDTEAM cuda/%s status=%s message=%s\n", name.c_str(),
+              v.parsed ? Result::Status_Name(v.result.status()).c_str() : "NO_RESULT",
+              v.parsed ? v.result.message().substr(0, 160).c_str() : v.channel_error.c_str());
+  ASSERT_TRUE(v.parsed) << v.channel_error << "\n" << cmd << "\n" << v.raw << "\n" << v.stderr_text;
+  const Result& r = v.result;
+  EXPECT_NE(r.status(), Result::HARNESS_ERROR) << v.raw;
+  ASSERT_EQ(r.status(), status) << name << ": " << r.message() << "\n" << v.raw.substr(0, 3000);
+  if (status == Result::CHEAT_DETECTED) {
+    bool hit = false;
+    for (const std::string& c : FailingChecks(r)) hit = hit || checks.count(c) != 0;
+    EXPECT_TRUE(hit) << name << ": fired " << fmt::format("{}", fmt::join(FailingChecks(r), ","))
+                     << ", expected " << fmt::format("{}", fmt::join(checks, "|"));
+  }
+}
+
+TEST(RedTeamGpu, control_private_stream) { Expect("control_private_stream", Result::OK); }
+TEST(RedTeamGpu, side_stream_short) {
+  Expect("side_stream_short", Result::CHEAT_DETECTED, {"outlived_call", "timed_output_reverify"});
+}
+TEST(RedTeamGpu, gpu_hog_setup) {
+  Expect("gpu_hog_setup", Result::CHEAT_DETECTED, {"outlived_call"});
+}
+TEST(RedTeamGpu, patch_event_timing) {
+  Expect("patch_event_timing", Result::CHEAT_DETECTED, {"wallclock_crosscheck"});
+}
+TEST(RedTeamGpu, early_return_host_thread) {
+  Expect("early_return_host_thread", Result::CHEAT_DETECTED,
+         {"timed_output_reverify", "outlived_call"});
+}
+
+}  // namespace
+}  // namespace pkforge::kernels

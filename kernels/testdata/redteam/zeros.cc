@@ -1,0 +1,13 @@
+// OUTPUT POLICY self-test, generic over the ABI (built once per problem):
+// every output of every rank filled with zeros.
+// EXPECT: WRONG_OUTPUT for every problem, dtype and world size.
+#include <string.h>
+
+#include "pkforge/candidate.h"
+#include "kernels/problems/common/host_math.h"
+extern "C" int pkf_run(pkf_context*, const pkf_tensor*, int32_t, pkf_tensor* out, int32_t n_out,
+                       void*) {
+  for (int32_t o = 0; o < n_out; ++o)
+    memset(out[o].data, 0, (size_t)(pkf_numel(&out[o]) * pkf_dtype_size(out[o].dtype)));
+  return 0;
+}
