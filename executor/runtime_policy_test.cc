@@ -1,0 +1,51 @@
+// Runtime::Policy's GPU part (issue 16): the lease's GPUs reach the sandbox
+// as SandboxPolicy::gpus (only their device nodes are bound, so inside CUDA
+// numbers them 0..n-1), and CUDA_VISIBLE_DEVICES is set to host indices
+// only without the sandbox, where nothing hides the other GPUs.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "executor/config.h"
+#include "executor/runtime.h"
+
+namespace pkforge::executor {
+namespace {
+
+using ::testing::Contains;
+
+std::vector<std::string> CudaVars(const sandbox::SandboxPolicy& p) {
+  std::vector<std::string> out;
+  for (const std::string& kv : p.env)
+    if (kv.rfind("CUDA_VISIBLE_DEVICES=", 0) == 0 || kv.rfind("CUDA_DEVICE_ORDER=", 0) == 0)
+      out.push_back(kv);
+  return out;
+}
+
+TEST(RuntimePolicyTest, LeasedGpusBecomeTheSandboxsGpusWithoutVisibleDevices) {
+  ExecutorConfig config;
+  Runtime runtime(config, nullptr);
+  sandbox::SandboxPolicy p = runtime.Policy("/tmp/scratch", {2, 5}, 1000);
+  EXPECT_TRUE(p.gpu);
+  EXPECT_EQ(p.gpus, (std::vector<int>{2, 5}));
+  // Inside only GPUs 2 and 5 exist, as CUDA devices 0 and 1: "2,5" would
+  // name devices that are not there.
+  EXPECT_EQ(CudaVars(p), std::vector<std::string>{"CUDA_DEVICE_ORDER=PCI_BUS_ID"});
+
+  sandbox::SandboxPolicy none = runtime.Policy("/tmp/scratch", {}, 1000);
+  EXPECT_FALSE(none.gpu);
+  EXPECT_TRUE(none.gpus.empty());
+  EXPECT_TRUE(CudaVars(none).empty());
+}
+
+TEST(RuntimePolicyTest, WithoutTheSandboxVisibleDevicesSelectsTheLease) {
+  ExecutorConfig config;
+  config.unsafe_no_sandbox = true;
+  Runtime runtime(config, nullptr);
+  sandbox::SandboxPolicy p = runtime.Policy("/tmp/scratch", {2, 5}, 1000);
+  EXPECT_EQ(p.gpus, (std::vector<int>{2, 5}));
+  EXPECT_THAT(CudaVars(p), Contains("CUDA_VISIBLE_DEVICES=2,5"));
+  EXPECT_THAT(CudaVars(p), Contains("CUDA_DEVICE_ORDER=PCI_BUS_ID"));
+}
+
+}  // namespace
+}  // namespace pkforge::executor
