@@ -216,7 +216,15 @@ absl::StatusOr<storage::JobRecord> NewJobRecord(const std::string& id, const v1:
                                                 int64_t created_wall_us) {
   storage::JobRecord r;
   r.id = id;
-  ASSIGN_OR_RETURN(r.spec_json, ToJson(spec));
+  if (spec.agent().llm().api_key().empty()) {
+    ASSIGN_OR_RETURN(r.spec_json, ToJson(spec));
+  } else {
+    // A client's own provider key is never stored (JobManager::Admit already
+    // clears it; this holds for any other caller too).
+    v1::JobSpec stored = spec;
+    stored.mutable_agent()->mutable_llm()->clear_api_key();
+    ASSIGN_OR_RETURN(r.spec_json, ToJson(stored));
+  }
   r.problem = spec.problem();
   r.backend = BackendName(spec.backend());
   r.world_size = spec.world_size();

@@ -16,6 +16,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "orchestrator/config.h"
+#include "orchestrator/convert.h"
 #include "orchestrator/orchestrator.h"
 #include "orchestrator/testing/fake_executor.h"
 #include "orchestrator/testing/test_util.h"
@@ -213,6 +214,16 @@ TEST_F(ProvidersTest, ClientKeysOnlyWhereAllowedAndNeverStoredNorEchoed) {
   }
   orch_.reset();  // flush and close the database
   EXPECT_EQ(StoredBytes().find(kClientKey), std::string::npos);
+}
+
+// Second line of defence behind Admit(): the storage row never holds a key.
+TEST(ProviderConfigTest, NewJobRecordNeverStoresAClientKey) {
+  v1::JobSpec spec = testing::LlmSpec("byok", 1);
+  spec.mutable_agent()->mutable_llm()->set_api_key(kClientKey);
+  auto r = NewJobRecord("job_01ARZ3NDEKTSV4RRFFQ69G5FAV", spec, 1);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->spec_json.find(kClientKey), std::string::npos) << r->spec_json;
+  EXPECT_NE(r->spec_json.find("byok"), std::string::npos) << r->spec_json;
 }
 
 TEST(ProviderConfigTest, FlagAndFileSyntax) {
