@@ -4,9 +4,11 @@
 // The key is read from the environment variable named by --api-key-env and is
 // never printed (errors that echo it are redacted).
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <string>
 
+#include "absl/strings/str_cat.h"
 #include "agent/cancel.h"
 #include "agent/llm_client.h"
 #include "cli/commands.h"
@@ -34,6 +36,16 @@ int RunLlmCheck(const LlmCheckOptions& o) {
   config.set_base_url(o.base_url);
   config.set_api_key_env(o.api_key_env);
   config.set_request_timeout_s(o.timeout_s);
+  // The user here is the operator: name the variable (the client's own
+  // error does not, since in jobs it can reach an API client).
+  if (!o.api_key_env.empty()) {
+    const char* key = std::getenv(o.api_key_env.c_str());
+    if (key == nullptr || key[0] == '\0') {
+      return ReportStatus("llm check", absl::FailedPreconditionError(absl::StrCat(
+                                           "environment variable ", o.api_key_env,
+                                           " (--api-key-env) is not set")));
+    }
+  }
   agent::LlmClientOptions options;
   options.retry.max_attempts = 1 + o.retries;
   auto client = agent::MakeLlmClient(config, options);
