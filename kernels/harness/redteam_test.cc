@@ -182,6 +182,7 @@ RT(userns_escape, {Cheat({"leftover_process"})})
 // ---- blame: candidate faults, never the harness's -----------------------------------
 RT(corrupt_control_block, {kTimeout, kRuntime}, "", 3)
 RT(shrink_data_segment, {kWrong, kRuntime})
+RT(shrink_control_block, {kTimeout, kRuntime}, "", 3)
 RT(vfork_unfreezable, {kTimeout, Cheat({"outlived_call"})}, "", 3)
 
 // ---- output policy --------------------------------------------------------------------------
