@@ -33,7 +33,19 @@ bool HaveGpu() {
   return ok;
 }
 
+// One acceptable verdict: status + (for CHEAT_DETECTED) checks that may fire first.
+struct Accept {
+  Result::Status status;
+  std::set<std::string> checks;
+};
+
+void ExpectOneOf(const std::string& name, const std::vector<Accept>& accept);
+
 void Expect(const std::string& name, Result::Status status, std::set<std::string> checks = {}) {
+  ExpectOneOf(name, {{status, std::move(checks)}});
+}
+
+void ExpectOneOf(const std::string& name, const std::vector<Accept>& accept) {
   if (!HaveGpu()) GTEST_SKIP() << "no usable GPU";
   const std::string err = ::testing::TempDir() + "/redteam_gpu_" + name + ".stderr";
   const std::string cmd = fmt::format(
@@ -47,13 +59,14 @@ void Expect(const std::string& name, Result::Status status, std::set<std::string
   ASSERT_TRUE(v.parsed) << v.channel_error << "\n" << cmd << "\n" << v.raw << "\n" << v.stderr_text;
   const Result& r = v.result;
   EXPECT_NE(r.status(), Result::HARNESS_ERROR) << v.raw;
-  ASSERT_EQ(r.status(), status) << name << ": " << r.message() << "\n" << v.raw.substr(0, 3000);
-  if (status == Result::CHEAT_DETECTED) {
-    bool hit = false;
-    for (const std::string& c : FailingChecks(r)) hit = hit || checks.count(c) != 0;
-    EXPECT_TRUE(hit) << name << ": fired " << fmt::format("{}", fmt::join(FailingChecks(r), ","))
-                     << ", expected " << fmt::format("{}", fmt::join(checks, "|"));
+  bool ok = false;
+  for (const Accept& a : accept) {
+    if (a.status != r.status()) continue;
+    if (a.status != Result::CHEAT_DETECTED) ok = true;
+    for (const std::string& c : FailingChecks(r)) ok = ok || a.checks.count(c) != 0;
   }
+  EXPECT_TRUE(ok) << name << ": got " << Result::Status_Name(r.status()) << " (" << r.message()
+                  << ")\n" << v.raw.substr(0, 3000);
 }
 
 TEST(RedTeamGpu, control_private_stream) { Expect("control_private_stream", Result::OK); }
@@ -65,6 +78,12 @@ TEST(RedTeamGpu, gpu_hog_setup) {
 }
 TEST(RedTeamGpu, patch_event_timing) {
   Expect("patch_event_timing", Result::CHEAT_DETECTED, {"wallclock_crosscheck"});
+}
+TEST(RedTeamGpu, mailbox_garbage) {
+  ExpectOneOf("mailbox_garbage",
+              {{Result::SETUP_ERROR, {}},
+               {Result::RUNTIME_ERROR, {}},
+               {Result::CHEAT_DETECTED, {"result_channel", "reference_isolation", "outlived_call"}}});
 }
 TEST(RedTeamGpu, early_return_host_thread) {
   Expect("early_return_host_thread", Result::CHEAT_DETECTED,
