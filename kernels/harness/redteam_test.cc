@@ -160,6 +160,7 @@ RT(clock_patch_libc, {Cheat({"wallclock_crosscheck"})})
 RT(forge_timing_stack, {Cheat({"wallclock_crosscheck"})})
 RT(early_return_thread, {Cheat({"timed_output_reverify", "outlived_call"})})
 RT(early_return_fork, {Cheat({"outlived_call", "timed_output_reverify"})})
+RT(sigalrm_late_write, {Cheat({"timed_output_reverify"})})
 
 // ---- precomputation between calls, caching -------------------------------------
 RT(precompute_next_call, {Cheat({"poison_at_start"})})
@@ -169,6 +170,7 @@ RT(stale_seen_slots, {Cheat({"timed_output_reverify", "poison_unwritten"})})
 RT(timer_sigcont_self, {kWrong, Cheat({"frozen_while_idle"})})
 RT(child_sigcont_parent, {kWrong, Cheat({"outlived_call", "frozen_while_idle"})})
 RT(threads_at_call_time, {Cheat({"outlived_call"})})
+RT(thread_swap, {Cheat({"timed_output_reverify", "outlived_call"})})
 RT(clone_parent_escape,
    {kWrong, Cheat({"outlived_call", "frozen_while_idle", "leftover_process"})})
 
@@ -244,6 +246,29 @@ TEST(RedTeam, OutputPolicyEveryProblemRejectsInputCopies) {
   EXPECT_TRUE(accepted.empty()) << accepted.size()
                                 << " problem/dtype/world combinations accepted outputs that repeat "
                                    "the first input:\n  "
+                                << fmt::format("{}", fmt::join(accepted, "\n  "));
+}
+
+// Lower precision than the dtype: every compute problem's reference with its
+// loads rounded to bf16, evaluated at f32, must be rejected.
+TEST(RedTeam, OutputPolicyBf16LoadsOnF32AreRejected) {
+  std::vector<std::string> accepted;
+  for (const char* p : {"allreduce", "reducescatter", "reduce", "allgather_gemm", "gemm_allreduce",
+                        "gemm_reducescatter", "tp_rmsnorm"}) {
+    for (int w : {1, 3}) {
+      const std::string dir = NewDir("lowp");
+      const std::string cmd = fmt::format(
+          "timeout -k 5 60 {} launch --problem {} --backend host --world-size {} --dtype f32 "
+          "--size tiny --trials 1 --skip-timing --timeout 10 --json {}/redteam_lowp_inputs_{}.so",
+          PKF_WORKER, p, w, PKF_CANDIDATES, p);
+      const Verdict v = RunJudge(cmd, dir + "/judge_stderr");
+      EXPECT_TRUE(v.parsed) << v.channel_error << "\n" << cmd << "\n" << v.stderr_text;
+      if (v.parsed && v.result.status() != Result::WRONG_OUTPUT)
+        accepted.push_back(
+            fmt::format("{} w={} -> {}", p, w, Result::Status_Name(v.result.status())));
+    }
+  }
+  EXPECT_TRUE(accepted.empty()) << "bf16 loads accepted on an f32 problem:\n  "
                                 << fmt::format("{}", fmt::join(accepted, "\n  "));
 }
 
