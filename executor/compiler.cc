@@ -1168,11 +1168,20 @@ absl::StatusOr<Compiler::Produced> Compiler::RunCompiler(const CompileRequest& r
     entry->timed_out = true;
     prefix =
         fmt::format("compile timed out after {:.0f} ms (limit {} ms)\n", ms, config_.timeout_ms);
-  } else if (r.term_signal != 0 || r.oom_killed) {
+  } else if (r.oom_killed) {
+    // The memory cgroup killed a process of the compile (usually cc1plus or
+    // cicc), and the driver then exits normally with an error, so there is no
+    // signal of ours to report (issue #15: "killed by signal 0"). Sources that
+    // do this: an #include of an endless file (/dev/zero, /dev/urandom),
+    // unbounded template or constexpr expansion.
     prefix = fmt::format(
-        "compiler killed by signal {}{}\n", r.term_signal,
-        r.oom_killed ? " (out of memory: limit " + std::to_string(config_.max_memory_mb) + " MiB)"
-                     : "");
+        "the compiler ran out of memory: it reached the compile sandbox's limit of {} MiB and "
+        "the kernel killed it (an #include of an endless file such as /dev/zero, or unbounded "
+        "template/constexpr expansion, does this)\n",
+        config_.max_memory_mb);
+  } else if (r.term_signal != 0) {
+    prefix = fmt::format("the compiler was killed by signal {} ({})\n", r.term_signal,
+                         strsignal(r.term_signal));
   } else if (r.exit_code != 0) {
     produced.cacheable = true;  // the same source fails the same way
   } else {
@@ -1214,7 +1223,8 @@ absl::StatusOr<Compiler::Produced> Compiler::RunCompiler(const CompileRequest& r
 absl::StatusOr<Compiler::Produced> Compiler::Lead(const CompileRequest& request,
                                                   const std::string& key,
                                                   const std::vector<std::string>& args,
-                                                  const std::atomic<bool>* cancel) {
+                                                  const std::atomic<bool>* cancel,
+                                                  const StartFn& on_start) {
   // Another executor process sharing the cache dir compiles this key at most
   // once too: whoever holds the key's lock compiles, the other then hits.
   FileLock key_lock;
@@ -1223,6 +1233,7 @@ absl::StatusOr<Compiler::Produced> Compiler::Lead(const CompileRequest& request,
   if (auto hit = Lookup(key, &damage)) {
     utimensat(AT_FDCWD, (config_.cache_dir + "/" + key + ".json").c_str(), nullptr,
               AT_SYMLINK_NOFOLLOW);
+    on_start(true);
     return Produced{std::move(hit), true, false};
   }
   if (!damage.empty()) {
@@ -1235,6 +1246,7 @@ absl::StatusOr<Compiler::Produced> Compiler::Lead(const CompileRequest& request,
     std::lock_guard<std::mutex> lock(mu_);
     ++stats_.misses;
   }
+  on_start(false);
   ASSIGN_OR_RETURN(Produced produced, RunCompiler(request, key, args, cancel));
   if (produced.cacheable) {
     absl::Status stored = Store(key, *produced.entry);
@@ -1267,7 +1279,8 @@ absl::StatusOr<CompileOutcome> Compiler::Finish(const Entry& entry, const std::s
 
 absl::StatusOr<CompileOutcome> Compiler::Compile(const CompileRequest& request,
                                                  const std::string& dest_dir,
-                                                 const std::atomic<bool>* cancel) {
+                                                 const std::atomic<bool>* cancel,
+                                                 const StartFn& on_start) {
   RETURN_IF_ERROR(ValidateFlags(request.backend, request.extra_flags));
   if (request.backend == v1::BACKEND_CUDA && !cuda_available()) {
     return absl::FailedPreconditionError("backend cuda: this executor has no nvcc");
@@ -1283,6 +1296,13 @@ absl::StatusOr<CompileOutcome> Compiler::Compile(const CompileRequest& request,
 
   const std::vector<std::string> args = CompilerArgs(request);
   const std::string key = KeyFor(request.backend, request.source, args);
+  // Once: a joiner whose leader was cancelled goes round the loop again.
+  bool started = false;
+  const StartFn start_once = [&](bool cache_hit) {
+    if (started) return;
+    started = true;
+    if (on_start) on_start(cache_hit);
+  };
   for (;;) {
     if (IsCancelled(cancel)) return CancelledError();
     std::string damage;
@@ -1293,6 +1313,7 @@ absl::StatusOr<CompileOutcome> Compiler::Compile(const CompileRequest& request,
         std::lock_guard<std::mutex> lock(mu_);
         ++stats_.hits;
       }
+      start_once(true);
       return Finish(*hit, key, true, dest_dir);
     }
     std::shared_ptr<Flight> flight;
@@ -1322,11 +1343,12 @@ absl::StatusOr<CompileOutcome> Compiler::Compile(const CompileRequest& request,
         std::lock_guard<std::mutex> lock(mu_);
         ++stats_.joined;
       }
+      start_once(true);
       ASSIGN_OR_RETURN(CompileOutcome out, Finish(*r->entry, key, true, dest_dir));
       out.joined = true;
       return out;
     }
-    absl::StatusOr<Produced> produced = Lead(request, key, args, cancel);
+    absl::StatusOr<Produced> produced = Lead(request, key, args, cancel, start_once);
     {
       std::lock_guard<std::mutex> lock(mu_);
       flight->result = produced;

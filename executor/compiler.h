@@ -57,6 +57,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -137,8 +138,16 @@ class Compiler {
 
   // Blocking, thread-safe. See the contract above. `dest_dir` is created if
   // missing. `cancel` (may be null) is polled every few milliseconds.
+  // `on_start` (may be empty) is called at most once, on the calling thread,
+  // as soon as it is known whether the request is served without running a
+  // compiler (true: a cache hit, or an identical compile in flight that this
+  // request joins; the outcome's info.cache_hit says the same) or a compiler
+  // runs for it (false), before that compiler starts. It is not called when
+  // the request fails before that point (bad request, cancelled).
+  using StartFn = std::function<void(bool cache_hit)>;
   absl::StatusOr<CompileOutcome> Compile(const CompileRequest& request, const std::string& dest_dir,
-                                         const std::atomic<bool>* cancel = nullptr);
+                                         const std::atomic<bool>* cancel = nullptr,
+                                         const StartFn& on_start = nullptr);
 
   // sha256 hex over source, backend, full flag list, compiler version, arch.
   std::string CacheKey(const CompileRequest& request) const;
@@ -180,7 +189,7 @@ class Compiler {
   void RemoveEntry(const std::string& key) const;
   absl::StatusOr<Produced> Lead(const CompileRequest& request, const std::string& key,
                                 const std::vector<std::string>& args,
-                                const std::atomic<bool>* cancel);
+                                const std::atomic<bool>* cancel, const StartFn& on_start);
   absl::StatusOr<Produced> RunCompiler(const CompileRequest& request, const std::string& key,
                                        const std::vector<std::string>& args,
                                        const std::atomic<bool>* cancel);

@@ -342,6 +342,78 @@ TEST_F(CompilerTest, EightConcurrentIdenticalCompilesRunTheCompilerOnce) {
   EXPECT_EQ(s.joined + s.hits, kThreads - 1);
 }
 
+// Issue #15: the caller learns hit-or-compile before the compiler runs (the
+// executor's EvaluateProgress.compiling.cache_hit), once, and it matches the
+// outcome, for the leader, a later hit and requests that join a flight.
+TEST_F(CompilerTest, OnStartReportsTheCacheOutcomeOnceBeforeTheCompilerRuns) {
+  auto compiler = Make(WrappedConfig());
+  ASSERT_NE(compiler, nullptr);
+  const CompileRequest req = Host(HostSource(9));
+  std::vector<bool> calls;
+  int invocations_at_start = -1;
+  auto first = compiler->Compile(req, dir_.Sub("a"), nullptr, [&](bool hit) {
+    calls.push_back(hit);
+    invocations_at_start = CompileInvocations();
+  });
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_EQ(calls, std::vector<bool>{false});
+  EXPECT_EQ(invocations_at_start, 0) << "called before the compiler started";
+  EXPECT_FALSE(first->info.cache_hit());
+
+  calls.clear();
+  auto second = compiler->Compile(req, dir_.Sub("b"), nullptr, [&](bool hit) { calls.push_back(hit); });
+  ASSERT_TRUE(second.ok()) << second.status();
+  EXPECT_EQ(calls, std::vector<bool>{true});
+  EXPECT_TRUE(second->info.cache_hit());
+
+  // Concurrent identical requests: each reports what its outcome says.
+  const CompileRequest fresh = Host(HostSource(10));
+  constexpr int kThreads = 4;
+  std::vector<std::vector<bool>> seen(kThreads);
+  std::vector<absl::StatusOr<CompileOutcome>> outs(kThreads, absl::UnknownError("not run"));
+  std::latch go(kThreads);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kThreads; ++i)
+    threads.emplace_back([&, i] {
+      go.arrive_and_wait();
+      outs[i] = compiler->Compile(fresh, dir_.Sub(fmt::format("c{}", i)), nullptr,
+                                  [&, i](bool hit) { seen[i].push_back(hit); });
+    });
+  for (auto& t : threads) t.join();
+  int compiled = 0;
+  for (int i = 0; i < kThreads; ++i) {
+    ASSERT_TRUE(outs[i].ok()) << outs[i].status();
+    ASSERT_EQ(seen[i].size(), 1u) << i;
+    EXPECT_EQ(seen[i][0], outs[i]->info.cache_hit()) << i;
+    compiled += !outs[i]->info.cache_hit();
+  }
+  EXPECT_EQ(compiled, 1);
+}
+
+// Issue #15: `#include "/dev/zero"` was reported as "killed by signal 0": the
+// compiler reads the endless file until the memory cgroup kills it (cc1plus),
+// and the driver then exits with an error, so no signal is ours to report.
+TEST_F(CompilerTest, AnEndlessIncludeIsReportedAsTheCompilerRunningOutOfMemory) {
+  CompilerConfig config = BaseConfig();
+  config.max_memory_mb = 256;
+  auto compiler = Make(config);
+  ASSERT_NE(compiler, nullptr);
+  const CompileRequest req = Host("#include \"/dev/zero\"\n");
+  auto out = compiler->Compile(req, dir_.Sub("dest"));
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_FALSE(out->ok);
+  EXPECT_FALSE(out->timed_out) << out->info.output();
+  const std::string& text = out->info.output();
+  std::printf("[ info ] /dev/zero include: %s\n", text.substr(0, text.find('\n')).c_str());
+  EXPECT_THAT(text, Not(HasSubstr("signal 0")));
+  EXPECT_THAT(text, HasSubstr("out of memory"));
+  // With the memory cgroup (the usual case), the first line says what the
+  // limit was; without it, the compiler's own "out of memory allocating".
+  if (text.rfind("the compiler ran out of memory", 0) == 0) {
+    EXPECT_THAT(text, HasSubstr("256 MiB"));
+  }
+}
+
 TEST_F(CompilerTest, TwoExecutorsSharingTheCacheDirCompileOnce) {
   // Two Compiler objects share nothing in memory, like two processes: only
   // the cache directory's lock files keep them from compiling twice.

@@ -6,7 +6,10 @@
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/health_check_service_interface.h>
 #include <gtest/gtest.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -14,6 +17,8 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
+#include <sstream>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -22,6 +27,8 @@
 #include "executor/testing_candidates.h"
 #include "pkforge/v1/executor.grpc.pb.h"
 #include "grpc/health/v1/health.grpc.pb.h"
+#include "spdlog/sinks/ostream_sink.h"
+#include "spdlog/spdlog.h"
 
 namespace pkforge::executor {
 namespace {
@@ -465,6 +472,259 @@ TEST_F(ExecutorTokenTest, OffLoopbackATokenIsRequired) {
   EXPECT_TRUE(ok_reader->Finish().ok());
   EXPECT_NE(all.find("OK"), std::string::npos);
   EXPECT_EQ(all.find(token), std::string::npos);
+}
+
+// Issue #15 item 11: a dtype outside the enum was reported as
+// "dtype:  is not allowed" (blank name).
+TEST_F(ExecutorTest, UnknownDtypeValueIsNamed) {
+  v1::EvaluateRequest req = Request(Variant(""));
+  req.set_dtype(static_cast<v1::Dtype>(99));
+  Evaluation e = Evaluate(req);
+  EXPECT_EQ(e.status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(e.status.error_message().find("dtype"), std::string::npos) << e.status.error_message();
+  EXPECT_NE(e.status.error_message().find("99"), std::string::npos) << e.status.error_message();
+  EXPECT_FALSE(e.has_result);
+}
+
+// Issue #15 item 11: EvaluateProgress.compiling.cache_hit was always false.
+TEST_F(ExecutorTest, CompilingProgressReportsTheRealCacheOutcome) {
+  const std::string src = Variant("/* progress cache test */");
+  auto compiling = [](const Evaluation& e) {
+    std::vector<bool> hits;
+    for (const auto& p : e.progress)
+      if (p.has_compiling()) hits.push_back(p.compiling().cache_hit());
+    return hits;
+  };
+  Evaluation a = Evaluate(Request(src));
+  Evaluation b = Evaluate(Request(src));
+  ASSERT_EQ(a.result.status(), Result::OK) << a.result.message();
+  ASSERT_EQ(b.result.status(), Result::OK) << b.result.message();
+  EXPECT_EQ(compiling(a), std::vector<bool>{false});
+  EXPECT_EQ(compiling(b), std::vector<bool>{true});
+  // Still the first message of the stream.
+  EXPECT_TRUE(b.progress.front().has_compiling());
+  EXPECT_EQ(b.progress.front().compiling().cache_hit(), b.result.compile().cache_hit());
+}
+
+// Captures every log line of the executor (installed before it starts, so
+// no thread logs while the logger is swapped).
+class ExecutorLogTest : public ExecutorTest {
+ protected:
+  void SetUp() override {
+    previous_ = spdlog::default_logger();
+    auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(log_);
+    sink->set_pattern("[%l] %v");
+    auto logger = std::make_shared<spdlog::logger>("capture", sink);
+    logger->set_level(spdlog::level::info);
+    spdlog::set_default_logger(logger);
+    ExecutorTest::SetUp();
+  }
+  void TearDown() override {
+    if (server_) server_->Shutdown(0);
+    spdlog::set_default_logger(previous_);
+  }
+  std::vector<std::string> LogLines() {
+    std::vector<std::string> lines;
+    std::istringstream in(log_.str());
+    for (std::string line; std::getline(in, line);) lines.push_back(line);
+    return lines;
+  }
+  std::ostringstream log_;
+  std::shared_ptr<spdlog::logger> previous_;
+};
+
+// Issue #15 item 11: a newline in client_tag forged a line of the
+// executor's log. It is refused naming the field; nothing of it is logged.
+TEST_F(ExecutorLogTest, ControlCharactersInClientTagAreRefusedAndNeverForgeALogLine) {
+  for (const std::string& tag : {std::string("job_1 turn 2\n[error] FORGED executor compromised"),
+                                std::string("job_1 turn 2\r[error] FORGED"),
+                                std::string("job_1 \x1b[2KFORGED")}) {
+    v1::EvaluateRequest req = Request(Variant(""));
+    req.set_client_tag(tag);
+    Evaluation e = Evaluate(req);
+    EXPECT_EQ(e.status.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << e.status.error_message();
+    EXPECT_NE(e.status.error_message().find("client_tag"), std::string::npos)
+        << e.status.error_message();
+    EXPECT_FALSE(e.has_result);
+  }
+  // A normal tag is accepted and logged as given.
+  v1::EvaluateRequest ok = Request(Variant(""));
+  ok.set_client_tag("job_01ABC turn 3");
+  Evaluation e = Evaluate(ok);
+  EXPECT_EQ(e.result.status(), Result::OK) << e.result.message();
+  server_->Shutdown(0);
+  bool logged_tag = false;
+  for (const std::string& line : LogLines()) {
+    EXPECT_EQ(line.rfind("[error] FORGED", 0), std::string::npos) << "forged log line: " << line;
+    EXPECT_EQ(line.find("FORGED"), std::string::npos) << line;
+    logged_tag = logged_tag || line.find("tag='job_01ABC turn 3'") != std::string::npos;
+  }
+  EXPECT_TRUE(logged_tag) << log_.str();
+}
+
+// Issue #15 item 7: scratch folders left by a killed executor are removed
+// when the next one starts; the compile cache and other files stay.
+class ExecutorRestartTest : public ExecutorTest {
+ protected:
+  void SetUp() override {}
+};
+
+TEST_F(ExecutorRestartTest, LeftoverScratchFoldersAreRemovedAtStart) {
+  ExecutorConfig c = TestConfig(dir_.path());
+  ASSERT_TRUE(Finalize(&c, std::string(PKFORGE_BIN_DIR) + "/pkforge-executor").ok());
+  auto root = SandboxRoot(c);
+  ASSERT_TRUE(root.ok()) << root.status();
+  const fs::path r = *root;
+  auto write = [](const fs::path& p, const std::string& text) {
+    fs::create_directories(p.parent_path());
+    std::ofstream(p) << text;
+  };
+  // What kill -9 leaves mid-evaluation and mid-compile.
+  write(r / "scratch/eval_01KILLED/candidate.so", "x");
+  write(r / "scratch/eval_01KILLED/rank1/out.bin", std::string(4096, 'y'));
+  write(r / "scratch/health_01KILLED/log", "x");
+  write(r / "compile-work/c-Xy12Zq/candidate.cc", "int x;");
+  // Not the executor's runs: kept.
+  write(fs::path(c.data_dir) / "operator-notes.txt", "keep me");
+  write(fs::path(c.data_dir) / "compile-cache/0123abcd.json", "{}");
+  Start(c);
+  EXPECT_FALSE(fs::exists(r / "scratch/eval_01KILLED"));
+  EXPECT_FALSE(fs::exists(r / "scratch/health_01KILLED"));
+  EXPECT_FALSE(fs::exists(r / "compile-work/c-Xy12Zq"));
+  EXPECT_TRUE(fs::exists(fs::path(c.data_dir) / "operator-notes.txt"));
+  EXPECT_TRUE(fs::exists(fs::path(c.data_dir) / "compile-cache/0123abcd.json"));
+  // And it serves.
+  Evaluation e = Evaluate(Request(Variant("")));
+  EXPECT_EQ(e.result.status(), Result::OK) << e.result.message();
+}
+
+// One HTTP/1.0 GET over a real TCP connection; returns the whole response.
+std::string HttpGet(const std::string& host, int port, const std::string& path) {
+  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return "socket failed";
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  inet_pton(AF_INET, host.c_str(), &addr.sin_addr);
+  std::string out;
+  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0) {
+    const std::string req = "GET " + path + " HTTP/1.0\r\nHost: " + host + "\r\n\r\n";
+    if (send(fd, req.data(), req.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(req.size())) {
+      char buf[4096];
+      for (ssize_t n; (n = recv(fd, buf, sizeof buf, 0)) > 0;) out.append(buf, static_cast<size_t>(n));
+    }
+  } else {
+    out = std::string("connect failed: ") + strerror(errno);
+  }
+  close(fd);
+  return out;
+}
+
+// Issue #15, missing test: the Prometheus endpoint over a socket.
+class ExecutorMetricsTest : public ExecutorTest {
+ protected:
+  void SetUp() override {
+    ExecutorConfig c = TestConfig(dir_.path());
+    c.metrics_listen = "127.0.0.1:0";
+    Start(c);
+  }
+};
+
+TEST_F(ExecutorMetricsTest, MetricsAndHealthzAnswerOverHttp) {
+  ASSERT_GT(server_->metrics_port(), 0);
+  const std::string health = HttpGet("127.0.0.1", server_->metrics_port(), "/healthz");
+  EXPECT_EQ(health.rfind("HTTP/1.1 200 OK\r\n", 0), 0u) << health;
+  EXPECT_NE(health.find("\r\n\r\nok\n"), std::string::npos) << health;
+
+  Evaluation e = Evaluate(Request(Variant("")));
+  ASSERT_EQ(e.result.status(), Result::OK) << e.result.message();
+  const std::string metrics = HttpGet("127.0.0.1", server_->metrics_port(), "/metrics");
+  EXPECT_EQ(metrics.rfind("HTTP/1.1 200 OK\r\n", 0), 0u) << metrics;
+  EXPECT_NE(metrics.find("Content-Type: text/plain; version=0.0.4"), std::string::npos) << metrics;
+  for (const char* want : {"# TYPE pkforge_executor_evaluations_total counter",
+                           "pkforge_executor_evaluations_total{status=\"OK\"} 1",
+                           "pkforge_executor_compile_total{cache=\"miss\"} 1",
+                           "pkforge_executor_in_flight 0", "pkforge_executor_queue_length 0",
+                           "pkforge_executor_usable_gpus 0",
+                           "# TYPE pkforge_executor_evaluation_seconds histogram",
+                           "pkforge_executor_evaluation_seconds_count 1"})
+    EXPECT_NE(metrics.find(want), std::string::npos) << want << "\n" << metrics;
+  // Content-Length matches the body.
+  const size_t body = metrics.find("\r\n\r\n");
+  ASSERT_NE(body, std::string::npos);
+  const size_t cl = metrics.find("Content-Length: ");
+  ASSERT_NE(cl, std::string::npos);
+  EXPECT_EQ(std::stoul(metrics.substr(cl + 16)), metrics.size() - body - 4);
+
+  const std::string missing = HttpGet("127.0.0.1", server_->metrics_port(), "/secrets");
+  EXPECT_EQ(missing.rfind("HTTP/1.1 404", 0), 0u) << missing;
+}
+
+// The first non-loopback IPv4 address of this host, or "" when it has none.
+std::string NonLoopbackIpv4() {
+  FILE* p = popen("hostname -I 2>/dev/null", "r");
+  if (p == nullptr) return "";
+  char buf[512] = {};
+  const bool got = fgets(buf, sizeof buf, p) != nullptr;
+  pclose(p);
+  if (!got) return "";
+  std::istringstream in(buf);
+  for (std::string a; in >> a;)
+    if (a.find('.') != std::string::npos && a.rfind("127.", 0) != 0) return a;
+  return "";
+}
+
+// Issue #15, missing test: bearer tokens on a non-loopback listener, dialled
+// through a non-loopback address (a real remote-style peer), every RPC.
+TEST_F(ExecutorTokenTest, NonLoopbackPeersNeedTheTokenOnEveryRpc) {
+  const std::string ip = NonLoopbackIpv4();
+  if (ip.empty()) GTEST_SKIP() << "this host has no non-loopback IPv4 address";
+  const std::string token = "an-operator-token-0123456789";
+  const std::string token_file = dir_.path() + "/token";
+  std::ofstream(token_file) << token << "\n";
+  ExecutorConfig c = TestConfig(dir_.path());
+  c.listen = ip + ":0";
+  c.token_file = token_file;
+  Start(c);
+  EXPECT_EQ(server_->address().rfind(ip + ":", 0), 0u) << server_->address();
+  auto stub = v1::Executor::NewStub(grpc::CreateChannel(server_->address(),
+                                                        grpc::InsecureChannelCredentials()));
+  for (const std::string& auth : {std::string(""), std::string("Bearer"), std::string("Bearer "),
+                                 "Bearer " + token + "x", "bearer " + token, token,
+                                 "Basic " + token}) {
+    grpc::ClientContext c1, c2, c3;
+    if (!auth.empty()) {
+      c1.AddMetadata("authorization", auth);
+      c2.AddMetadata("authorization", auth);
+      c3.AddMetadata("authorization", auth);
+    }
+    v1::ListProblemsResponse problems;
+    grpc::Status s = stub->ListProblems(&c1, v1::ListProblemsRequest(), &problems);
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAUTHENTICATED) << "'" << auth << "'";
+    EXPECT_EQ(s.error_message().find(token), std::string::npos);
+    v1::DeviceInfo info;
+    EXPECT_EQ(stub->DescribeDevice(&c2, v1::DescribeDeviceRequest(), &info).error_code(),
+              grpc::StatusCode::UNAUTHENTICATED) << "'" << auth << "'";
+    auto reader = stub->Evaluate(&c3, Request(Variant("")));
+    v1::EvaluateProgress msg;
+    int messages = 0;
+    while (reader->Read(&msg)) ++messages;
+    EXPECT_EQ(reader->Finish().error_code(), grpc::StatusCode::UNAUTHENTICATED) << "'" << auth << "'";
+    EXPECT_EQ(messages, 0);
+  }
+  EXPECT_EQ(server_->metrics().Get("pkforge_executor_evaluations_total", "status=\"OK\""), 0);
+  grpc::ClientContext good1, good2;
+  good1.AddMetadata("authorization", "Bearer " + token);
+  good2.AddMetadata("authorization", "Bearer " + token);
+  v1::DeviceInfo info;
+  EXPECT_TRUE(stub->DescribeDevice(&good1, v1::DescribeDeviceRequest(), &info).ok());
+  auto reader = stub->Evaluate(&good2, Request(Variant("")));
+  v1::EvaluateProgress msg;
+  Result result;
+  while (reader->Read(&msg))
+    if (msg.has_result()) result = msg.result();
+  EXPECT_TRUE(reader->Finish().ok());
+  EXPECT_EQ(result.status(), Result::OK) << result.message();
 }
 
 TEST(ExecutorBinary, RefusesNonLoopbackWithoutToken) {

@@ -22,6 +22,8 @@
 #include "common/clock.h"
 #include "common/sha256.h"
 #include "common/status.h"
+#include "executor/gpu_health.h"
+#include "executor/log_text.h"
 #include "google/protobuf/util/json_util.h"
 #include "kernels/harness/eval_validation.h"
 #include "kernels/harness/problem.h"
@@ -144,6 +146,11 @@ absl::Status Pipeline::Validate(const v1::EvaluateRequest& r) const {
     return absl::FailedPreconditionError("profile: ncu is not installed on this executor");
   if (r.client_tag().size() > 256)
     return absl::InvalidArgumentError("client_tag: longer than 256 bytes");
+  // The tag is logged: a newline in it would forge a line of the log.
+  if (auto ctl = FirstControlCharacter(r.client_tag()))
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "client_tag: control character U+%04X at byte %d (one line of printable text expected)",
+        ctl->code_point, ctl->offset));
   return absl::OkStatus();
 }
 
@@ -495,11 +502,8 @@ absl::StatusOr<Result> Pipeline::Run(const v1::EvaluateRequest& r, const std::st
   } cleanup{scratch};
 
   // 1. Compile (at most compile_workers at once, before any device is held).
-  {
-    v1::EvaluateProgress m;
-    m.mutable_compiling()->set_cache_hit(false);
-    send(m);
-  }
+  // The compiling message goes out once the compiler knows whether this is a
+  // cache hit, so it reports the real outcome (it used to say false always).
   Stopwatch compile_wait;
   while (!compile_slots_.try_acquire_for(std::chrono::milliseconds(100)))
     if (cancel->cancelled()) return absl::CancelledError("cancelled while waiting to compile");
@@ -508,7 +512,11 @@ absl::StatusOr<Result> Pipeline::Run(const v1::EvaluateRequest& r, const std::st
   creq.backend = r.backend();
   creq.source = r.source();
   creq.extra_flags.assign(r.extra_flags().begin(), r.extra_flags().end());
-  auto compiled = compiler_->Compile(creq, scratch, cancel->flag());
+  auto compiled = compiler_->Compile(creq, scratch, cancel->flag(), [&send](bool cache_hit) {
+    v1::EvaluateProgress m;
+    m.mutable_compiling()->set_cache_hit(cache_hit);
+    send(m);
+  });
   compile_slots_.release();
   if (cancel->cancelled()) return absl::CancelledError("cancelled while compiling");
   if (!compiled.ok()) return Annotate(compiled.status(), "compile");
@@ -570,16 +578,13 @@ absl::StatusOr<Result> Pipeline::Run(const v1::EvaluateRequest& r, const std::st
       Sanitize(r, scratch, compiled->artifact_path, leased_gpus, cancel, &result);
     }
     if (cancel->cancelled()) return absl::CancelledError("cancelled while running");
-    // 4. A crash or hang may have left a GPU broken: check before reuse.
-    if (cuda && (result.status() == Result::RUNTIME_ERROR || result.status() == Result::TIMEOUT)) {
-      for (int g : leased_gpus) {
-        absl::Status health = devices_->CheckGpu(g);
-        if (!health.ok()) {
-          queue_->MarkUnhealthy(g, absl::StrCat("after evaluation ", evaluation_id, " (",
-                                                StatusLabel(result.status()), "): ", health.message()));
-          result.add_flags(absl::StrCat("gpu ", g, " failed its health check and left the pool"));
-        }
-      }
+    // 4. A crash or hang may have left a GPU broken: check before reuse
+    // (gpu_health.h).
+    if (NeedsGpuHealthCheck(r.backend(), result.status())) {
+      for (std::string& flag : RetireFailedGpus(
+               leased_gpus, [this](int g) { return devices_->CheckGpu(g); }, queue_,
+               absl::StrCat("after evaluation ", evaluation_id, " (", StatusLabel(result.status()), ")")))
+        result.add_flags(std::move(flag));
     }
     hold_ms = busy.ElapsedMillis();
     for (int g : leased_gpus)

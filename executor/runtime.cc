@@ -1,6 +1,12 @@
 #include "executor/runtime.h"
 
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 
 #include <filesystem>
 #include <set>
@@ -10,6 +16,7 @@
 #include "absl/strings/str_split.h"
 #include "common/sha256.h"
 #include "common/status.h"
+#include "spdlog/spdlog.h"
 
 namespace pkforge::executor {
 namespace fs = std::filesystem;
@@ -124,6 +131,84 @@ absl::StatusOr<std::string> MakeScratchDir(const std::string& parent, const std:
   const std::string dir = (fs::path(parent) / name).string();
   if (mkdir(dir.c_str(), 0700) != 0) return ErrnoError(absl::StrCat("mkdir ", dir), errno);
   return dir;
+}
+
+namespace {
+
+// Makes every folder of the tree that we own searchable and writable again
+// (a candidate may have chmod-ed its own folders to 0), never following a
+// symlink, so remove_all can empty them.
+void MakeTreeRemovable(const fs::path& dir, int depth) {
+  struct stat st;
+  if (depth > 64 || lstat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) return;
+  if (st.st_uid == geteuid()) chmod(dir.c_str(), 0700);
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    std::error_code ec2;
+    if (e.is_directory(ec2) && !e.is_symlink(ec2)) MakeTreeRemovable(e.path(), depth + 1);
+  }
+}
+
+absl::Status RemoveTree(const fs::path& path) {
+  std::error_code ec;
+  fs::remove_all(path, ec);
+  if (!ec) return absl::OkStatus();
+  MakeTreeRemovable(path, 0);
+  ec.clear();
+  fs::remove_all(path, ec);
+  if (ec) return absl::InternalError(absl::StrCat(path.string(), ": ", ec.message()));
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<SandboxRootClaim>> SandboxRootClaim::Claim(const std::string& root,
+                                                                          Cleanup* cleanup) {
+  Cleanup local;
+  Cleanup& out = cleanup != nullptr ? *cleanup : local;
+  out = Cleanup{};
+  const std::string lock_path = (fs::path(root) / ".executor.lock").string();
+  const int fd = open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (fd < 0) return ErrnoError("open " + lock_path, errno);
+  std::unique_ptr<SandboxRootClaim> claim(new SandboxRootClaim(fd));
+  if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    if (errno != EWOULDBLOCK) return ErrnoError("flock " + lock_path, errno);
+    // Another executor is serving from this root: its folders are live.
+    out.shared = true;
+    if (flock(fd, LOCK_SH) != 0) return ErrnoError("flock " + lock_path, errno);
+    spdlog::info("sandbox root {} is shared with another running executor: its scratch folders "
+                 "are left alone", root);
+    return claim;
+  }
+  // No live executor uses the root: whatever is in its scratch folders was
+  // left by one that was killed.
+  for (const char* folder : kScratchFolders) {
+    const fs::path dir = fs::path(root) / folder;
+    std::error_code ec;
+    if (fs::is_symlink(dir, ec)) {
+      out.stuck.push_back(absl::StrCat(dir.string(), ": a symlink, not ours to follow"));
+      continue;
+    }
+    for (const auto& e : fs::directory_iterator(dir, ec)) {
+      absl::Status removed = RemoveTree(e.path());
+      if (removed.ok()) {
+        ++out.removed;
+      } else {
+        out.stuck.push_back(std::string(removed.message()));
+      }
+    }
+  }
+  if (out.removed > 0)
+    spdlog::warn("removed {} scratch folder(s) left under {} by an executor that did not shut "
+                 "down cleanly", out.removed, root);
+  for (const std::string& s : out.stuck) spdlog::error("could not remove a leftover: {}", s);
+  // Downgrade: later executors may share the root with this one.
+  if (flock(fd, LOCK_SH) != 0) return ErrnoError("flock " + lock_path, errno);
+  return claim;
+}
+
+SandboxRootClaim::~SandboxRootClaim() {
+  if (fd_ >= 0) close(fd_);  // releases the flock
 }
 
 }  // namespace pkforge::executor

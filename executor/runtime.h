@@ -8,6 +8,7 @@
 // Thread safety: immutable after construction; share freely.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -53,5 +54,37 @@ absl::StatusOr<std::string> SandboxRoot(const ExecutorConfig& config);
 // Creates (mode 0700, or 0711 for the parents when candidates run as
 // another uid) and returns a fresh directory under `parent`.
 absl::StatusOr<std::string> MakeScratchDir(const std::string& parent, const std::string& name);
+
+// This process's claim on a sandbox root, held while the executor runs.
+//
+// A killed executor (kill -9, OOM, power loss) leaves its runs' private
+// folders behind: <root>/scratch/* (evaluations, probes, health checks) and
+// <root>/compile-work/* (compiles). Claim() removes them on the next start,
+// and nothing else under the root (the compile cache, operator files).
+// Several executor processes may share a data dir (the compile cache is built
+// for it, compiler.h), so leftovers are only removed when no live executor
+// uses the root: each holds a shared flock on <root>/.executor.lock while
+// running, and Claim() cleans only when it gets the lock exclusively first.
+class SandboxRootClaim {
+ public:
+  struct Cleanup {
+    int removed = 0;                 // leftover folders (and files) removed
+    std::vector<std::string> stuck;  // leftovers that could not be removed, with why
+    bool shared = false;             // another live executor uses the root: nothing removed
+  };
+  static absl::StatusOr<std::unique_ptr<SandboxRootClaim>> Claim(const std::string& root,
+                                                                 Cleanup* cleanup = nullptr);
+  ~SandboxRootClaim();
+  SandboxRootClaim(const SandboxRootClaim&) = delete;
+  SandboxRootClaim& operator=(const SandboxRootClaim&) = delete;
+
+  // The folders whose contents belong to runs of the executor (relative to
+  // the root).
+  static constexpr const char* kScratchFolders[] = {"scratch", "compile-work"};
+
+ private:
+  explicit SandboxRootClaim(int fd) : fd_(fd) {}
+  int fd_;
+};
 
 }  // namespace pkforge::executor

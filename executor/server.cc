@@ -100,6 +100,9 @@ absl::StatusOr<std::unique_ptr<ExecutorServer>> ExecutorServer::Start(const Exec
   cc.cache_dir = (fs::path(c.data_dir) / "compile-cache").string();
   ASSIGN_OR_RETURN(const std::string sandbox_root, SandboxRoot(c));
   s->sandbox_root_ = sandbox_root;
+  // Before anything runs under the root: a killed predecessor's scratch
+  // folders go (runtime.h, SandboxRootClaim).
+  ASSIGN_OR_RETURN(s->root_claim_, SandboxRootClaim::Claim(sandbox_root));
   cc.work_dir = (fs::path(sandbox_root) / "compile-work").string();
   fs::create_directories(cc.work_dir, ec);
   cc.cache_max_bytes = c.cache_max_mb << 20;

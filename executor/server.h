@@ -44,6 +44,8 @@ class ExecutorServer {
 
  private:
   ExecutorServer() = default;
+  // Declared first: released last, after every run under the root is over.
+  std::unique_ptr<SandboxRootClaim> root_claim_;
   ExecutorConfig config_;
   Metrics metrics_;
   std::unique_ptr<sandbox::Sandbox> sandbox_;

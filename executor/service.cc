@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/grpc_status.h"
 #include "common/ids.h"
+#include "executor/log_text.h"
 #include "kernels/harness/problem_info.h"
 #include "spdlog/spdlog.h"
 
@@ -189,8 +190,11 @@ grpc::ServerWriteReactor<v1::EvaluateProgress>* ExecutorService::Evaluate(
   auto* reactor = new EvalReactor(call);
   call->reactor = reactor;
   const std::string key = ClientKey(context, *request);
+  // Client text is escaped in the log (log_text.h), even though Validate
+  // already refused control characters in the tag.
   spdlog::info("evaluation {} accepted: {} world_size={} tag='{}' from {}", call->id,
-               request->problem(), request->world_size(), request->client_tag(), context->peer());
+               LogSafe(request->problem()), request->world_size(), LogSafe(request->client_tag()),
+               LogSafe(context->peer()));
   std::thread([this, call, req = *request, key] {
     auto result = pipeline_->Run(req, call->id, key,
                                  [call](const v1::EvaluateProgress& m) { call->Send(m); },
