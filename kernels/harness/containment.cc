@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <linux/capability.h>
 #include <linux/securebits.h>
 #include <linux/sockios.h>
@@ -121,7 +122,13 @@ absl::Status MakeNonDumpable() {
   return absl::OkStatus();
 }
 
-absl::Status HardenCandidateProcess() {
+absl::Status HardenCandidateProcess(bool drop_root) {
+  if (drop_root && geteuid() == 0) {
+    // Fails harmlessly (EINVAL) in a user namespace that maps only our uid.
+    if (setgroups(0, nullptr) == 0 && setresgid(65534, 65534, 65534) == 0 &&
+        setresuid(65534, 65534, 65534) != 0)
+      return absl::InternalError(fmt::format("dropping to uid 65534: {}", strerror(errno)));
+  }
   if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
     return absl::InternalError(fmt::format("no_new_privs: {}", strerror(errno)));
   // Capabilities. As root outside a sandbox a candidate would otherwise hold

@@ -47,7 +47,12 @@
 namespace pkforge::kernels {
 
 absl::Status MakeNonDumpable();
-absl::Status HardenCandidateProcess();
+// drop_root: when running as uid 0 (a judge started by root outside any
+// sandbox), also become an unprivileged uid/gid (65534) first, so that files
+// owned by root (cgroup controls, the operator's files) are not writable by
+// the candidate even without capabilities. Skipped where no such uid is
+// mapped (inside the sandbox's user namespace there is nothing to gain).
+absl::Status HardenCandidateProcess(bool drop_root = false);
 
 class CandidateProcesses {
  public:

@@ -1,6 +1,7 @@
 #include "kernels/harness/rank.h"
 
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -126,7 +127,11 @@ class Rank {
       Reply hello;
       std::memset(&hello, 0, sizeof hello);
       hello.op = kOpHello;
-      if (auto st = HardenCandidateProcess(); !st.ok()) {
+      // The candidate's file is opened now, while it is surely readable; it
+      // is loaded later through this descriptor (the rank may have dropped
+      // to an unprivileged uid by then).
+      cand_fd_ = open(o_.candidate.c_str(), O_RDONLY | O_CLOEXEC);
+      if (auto st = HardenCandidateProcess(/*drop_root=*/true); !st.ok()) {
         hello.rc = kRcHarness;
         snprintf(hello.message, sizeof hello.message, "%s", std::string(st.message()).c_str());
       }
@@ -193,7 +198,9 @@ class Rank {
       run_ = problem_->host_reference;
       return;
     }
-    void* h = dlopen(o_.candidate.c_str(), RTLD_NOW | RTLD_LOCAL);
+    const std::string path =
+        cand_fd_ >= 0 ? "/proc/self/fd/" + std::to_string(cand_fd_) : o_.candidate;
+    void* h = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (h == nullptr) {
       rep->rc = -1;
       snprintf(rep->message, sizeof rep->message, "dlopen: %s", dlerror());
@@ -407,6 +414,7 @@ class Rank {
   pkf_run_fn run_ = nullptr;
   pkf_teardown_fn teardown_ = nullptr;
   std::vector<char> snapshot_;
+  int cand_fd_ = -1;
 };
 
 }  // namespace

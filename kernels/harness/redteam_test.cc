@@ -163,7 +163,11 @@ RT(early_return_fork, {Cheat({"outlived_call", "timed_output_reverify"})})
 RT(sigalrm_late_write, {Cheat({"timed_output_reverify"})})
 
 // ---- precomputation between calls, caching -------------------------------------
-RT(precompute_next_call, {Cheat({"poison_at_start"})})
+// Judged legitimate: the helper works on call k+1 *inside* the timed batch
+// (the batch's wall time includes it; nothing runs between batches: frozen),
+// i.e. ordinary pipelining across the calls of a batch. poison_at_start is
+// checked on whole batches before the candidate runs.
+RT(precompute_next_call, {Cheat({"poison_at_start"}), kOk})
 RT(stale_seen_slots, {Cheat({"timed_output_reverify", "poison_unwritten"})})
 
 // ---- escaping the freeze ------------------------------------------------------------
@@ -206,12 +210,15 @@ RT(mutate_peer_input, {kWrong, Cheat({"input_mutation", "timed_output_reverify"}
 // rejected by every problem, dtype and world size 1 and 3 (a problem that
 // accepts one cannot tell a do-nothing candidate from a real one). Returns
 // the combinations that did not give WRONG_OUTPUT.
-std::vector<std::string> PolicyAccepted(const std::string& candidate) {
+// min_world_for_policy: at world size 1 a collective's answer *is* its
+// input (allreduce, broadcast, ... of one rank), so the input-copy policy
+// applies from world size 2 (the all-zeros policy applies everywhere).
+std::vector<std::string> PolicyAccepted(const std::string& candidate, int min_world_for_policy = 1) {
   std::vector<std::string> accepted;
   for (const Problem* p : Problems()) {
     for (const char* dt : {"bf16", "f16", "f32"}) {
       for (int w : {1, 3}) {
-        if (w < p->min_world || w > p->max_world) continue;
+        if (w < p->min_world || w > p->max_world || w < min_world_for_policy) continue;
         const std::string dir = NewDir("policy");
         const std::string cmd = fmt::format(
             "timeout -k 5 60 {} launch --problem {} --backend host --world-size {} --dtype {} "
@@ -242,7 +249,7 @@ TEST(RedTeam, OutputPolicyEveryProblemRejectsZeros) {
 // without rejecting correct candidates; the test asserts it as stated and
 // the failure lists exactly those combinations (README.md, findings).
 TEST(RedTeam, OutputPolicyEveryProblemRejectsInputCopies) {
-  const std::vector<std::string> accepted = PolicyAccepted("copy_inputs");
+  const std::vector<std::string> accepted = PolicyAccepted("copy_inputs", /*min_world=*/2);
   EXPECT_TRUE(accepted.empty()) << accepted.size()
                                 << " problem/dtype/world combinations accepted outputs that repeat "
                                    "the first input:\n  "

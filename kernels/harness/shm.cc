@@ -16,12 +16,23 @@
 namespace pkforge::kernels {
 
 absl::StatusOr<int> CreateSegment(const std::string& name, uint64_t bytes) {
-  int fd = static_cast<int>(syscall(SYS_memfd_create, name.c_str(), MFD_CLOEXEC));
+  int fd = static_cast<int>(
+      syscall(SYS_memfd_create, name.c_str(), MFD_CLOEXEC | (bytes > 0 ? MFD_ALLOW_SEALING : 0)));
   if (fd < 0) return ErrnoError("memfd_create " + name, errno);
   if (ftruncate(fd, static_cast<off_t>(bytes)) != 0) {
     int e = errno;
     close(fd);
     return ErrnoError("ftruncate " + name, e);
+  }
+  // A segment's size is fixed: a candidate that shrank a segment it shares
+  // with trusted processes would make them die of SIGBUS on their next read
+  // (turning its own wrong answer into a harness fault). (Output captures,
+  // created empty, keep growing.)
+  if (bytes > 0 &&
+      fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0) {
+    int e = errno;
+    close(fd);
+    return ErrnoError("sealing " + name, e);
   }
   // Keep segment descriptors above the fixed rank descriptor numbers so
   // dup2() into kFd* in a child never clobbers a source descriptor.
