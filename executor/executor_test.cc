@@ -638,6 +638,9 @@ TEST_F(ExecutorMetricsTest, MetricsAndHealthzAnswerOverHttp) {
 
   Evaluation e = Evaluate(Request(Variant("")));
   ASSERT_EQ(e.result.status(), Result::OK) << e.result.message();
+  // The call leaves the in-flight set just after its last message is sent.
+  for (int i = 0; i < 200 && server_->service().in_flight() > 0; ++i)
+    std::this_thread::sleep_for(10ms);
   const std::string metrics = HttpGet("127.0.0.1", server_->metrics_port(), "/metrics");
   EXPECT_EQ(metrics.rfind("HTTP/1.1 200 OK\r\n", 0), 0u) << metrics;
   EXPECT_NE(metrics.find("Content-Type: text/plain; version=0.0.4"), std::string::npos) << metrics;
