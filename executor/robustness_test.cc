@@ -186,8 +186,12 @@ TEST(SandboxRootClaim, FoldersOfALiveExecutorSharingTheRootAreLeftAlone) {
   EXPECT_TRUE(cleanup.shared);
   EXPECT_EQ(cleanup.removed, 0);
   EXPECT_TRUE(fs::exists(root / "scratch/eval_LIVE/candidate.so"));
+  // Neither may remove the root at shutdown while the other serves.
+  EXPECT_FALSE((*second)->TakeExclusive());
+  EXPECT_FALSE((*first)->TakeExclusive());
   // Once both are gone (killed), the next start cleans.
   first->reset();
+  EXPECT_TRUE((*second)->TakeExclusive());
   second->reset();
   auto third = SandboxRootClaim::Claim(root.string(), &cleanup);
   ASSERT_TRUE(third.ok());

@@ -207,6 +207,14 @@ absl::StatusOr<std::unique_ptr<SandboxRootClaim>> SandboxRootClaim::Claim(const 
   return claim;
 }
 
+bool SandboxRootClaim::TakeExclusive() {
+  if (flock(fd_, LOCK_EX | LOCK_NB) == 0) return true;
+  // Linux drops the shared lock before trying the conversion: take it again,
+  // or a starting executor would wipe our folders.
+  flock(fd_, LOCK_SH);
+  return false;
+}
+
 SandboxRootClaim::~SandboxRootClaim() {
   if (fd_ >= 0) close(fd_);  // releases the flock
 }

@@ -76,6 +76,10 @@ class SandboxRootClaim {
                                                                  Cleanup* cleanup = nullptr);
   ~SandboxRootClaim();
   SandboxRootClaim(const SandboxRootClaim&) = delete;
+
+  // True when no other live executor holds the root (this claim then holds
+  // it exclusively until destroyed): only then may the root itself go.
+  bool TakeExclusive();
   SandboxRootClaim& operator=(const SandboxRootClaim&) = delete;
 
   // The folders whose contents belong to runs of the executor (relative to

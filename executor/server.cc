@@ -195,8 +195,10 @@ void ExecutorServer::Shutdown(double grace_s) {
   server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
   metrics_http_.reset();
   // A fallback sandbox root in /tmp holds only per-run folders, all removed
-  // by now; leave nothing behind.
-  if (!sandbox_root_.empty() && sandbox_root_.rfind("/tmp/pkforge-executor-", 0) == 0) {
+  // by now; leave nothing behind, unless another executor still serves from
+  // the same root (its runs' folders are in there).
+  if (!sandbox_root_.empty() && sandbox_root_.rfind("/tmp/pkforge-executor-", 0) == 0 &&
+      root_claim_ != nullptr && root_claim_->TakeExclusive()) {
     std::error_code ec;
     fs::remove_all(sandbox_root_, ec);
   }
