@@ -296,6 +296,7 @@ struct WatchView {
   std::string last = "-";
   v1::JobState state = v1::JOB_STATE_UNSPECIFIED;
   std::string reason;
+  std::string waiting;  // why the job waits for an executor ("" = it does not)
 
   void Apply(const v1::Event& e) {
     elapsed_ms = std::max(elapsed_ms, e.elapsed_ms());
@@ -312,13 +313,18 @@ struct WatchView {
                  : v1::EvaluationResult::Status_Name(f.status());
     } else if (e.has_best_improved()) {
       best = std::max(best, e.best_improved().speedup());
+    } else if (e.has_evaluation_aborted()) {
+      last = "ABORTED";
+    } else if (e.has_waiting_for_executor()) {
+      waiting = e.waiting_for_executor().waiting() ? e.waiting_for_executor().reason() : "";
     }
   }
   std::string Line() const {
     std::string budget = budget_s > 0 ? fmt::format("/{:.0f}s", budget_s) : "";
-    return fmt::format("[{:7.1f}s{}] {:<11} turns {:3d}  evals {:4d}  best {:>8}  last {}",
+    return fmt::format("[{:7.1f}s{}] {:<11} turns {:3d}  evals {:4d}  best {:>8}  last {}{}",
                        static_cast<double>(elapsed_ms) / 1e3, budget, StateName(state), turns,
-                       evaluations, best > 0 ? fmt::format("{:.3f}x", best) : "-", last);
+                       evaluations, best > 0 ? fmt::format("{:.3f}x", best) : "-", last,
+                       waiting.empty() ? "" : "  (waiting for an executor: " + waiting + ")");
   }
 };
 
