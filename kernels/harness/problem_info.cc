@@ -23,7 +23,10 @@ absl::StatusOr<pkf_dtype> FromProtoDtype(const Problem& p, v1::Dtype d) {
   std::string names;
   for (pkf_dtype allowed : p.dtypes)
     absl::StrAppend(&names, names.empty() ? "" : ", ", AsAbsl(DtypeName(allowed)));
-  return absl::InvalidArgumentError(absl::StrCat("dtype: ", v1::Dtype_Name(d), " is not allowed for ",
+  // An unknown enum value has no name: say the number (issue #15).
+  const std::string name = v1::Dtype_IsValid(d) ? v1::Dtype_Name(d)
+                                                : absl::StrCat("unknown value ", static_cast<int>(d));
+  return absl::InvalidArgumentError(absl::StrCat("dtype: ", name, " is not allowed for ",
                                                  AsAbsl(p.name), " (allowed: ", names, ")"));
 }
 

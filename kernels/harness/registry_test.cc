@@ -133,3 +133,18 @@ TEST(Layout, TensorsDoNotOverlapAndPoisonIsNaN) {
 
 }  // namespace
 }  // namespace pkforge::kernels
+
+namespace pkforge::kernels {
+namespace {
+
+TEST(ProblemInfo, AnUnknownDtypeValueIsNamedByItsNumber) {
+  auto p = FindProblem("allreduce");
+  ASSERT_TRUE(p.ok());
+  auto d = FromProtoDtype(**p, static_cast<pkforge::v1::Dtype>(99));
+  ASSERT_FALSE(d.ok());
+  EXPECT_NE(std::string(d.status().message()).find("unknown value 99"), std::string::npos)
+      << d.status();
+}
+
+}  // namespace
+}  // namespace pkforge::kernels
