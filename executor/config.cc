@@ -1,5 +1,7 @@
 #include "executor/config.h"
 
+#include <algorithm>
+
 #include <unistd.h>
 
 #include <cstdlib>
@@ -160,6 +162,10 @@ absl::StatusOr<std::vector<int>> ParseGpuList(const std::string& text) {
       if (seen == v) return absl::InvalidArgumentError(absl::StrCat("gpus: ", v, " listed twice"));
     out.push_back(v);
   }
+  // Ascending: inside a sandbox that binds only some GPUs, CUDA numbers the
+  // visible ones 0..n-1 in PCI order, and the executor maps inside device i
+  // to the i-th listed GPU; "3,1" would otherwise mislabel them.
+  std::sort(out.begin(), out.end());
   return out;
 }
 

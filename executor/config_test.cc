@@ -49,6 +49,8 @@ TEST(Config, NonLoopbackNeedsAToken) {
 
 TEST(Config, GpuListsAreValidated) {
   EXPECT_EQ(*ParseGpuList("0,2,3"), (std::vector<int>{0, 2, 3}));
+  // Sorted: device i inside a sandbox is the i-th bound GPU in PCI order.
+  EXPECT_EQ(*ParseGpuList("3,1"), (std::vector<int>{1, 3}));
   EXPECT_FALSE(ParseGpuList("0,0").ok());
   EXPECT_FALSE(ParseGpuList("a").ok());
   EXPECT_TRUE(ParseGpuList("all")->empty());

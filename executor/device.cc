@@ -118,7 +118,8 @@ absl::StatusOr<v1::DeviceInfo> Devices::Probe(bool measure) const {
   if (!st.ok())
     return absl::InternalError(absl::StrCat("probe printed unparsable JSON: ", st.ToString(), ": ",
                                             Tail(r->stdout_data, 500)));
-  // The probe saw the GPUs renumbered from 0 by CUDA_VISIBLE_DEVICES.
+  // The probe saw only the bound GPUs, numbered from 0 in PCI order (the
+  // configured list is sorted, so device i is gpus_[i]).
   for (auto& g : *info.mutable_gpus())
     if (g.index() >= 0 && g.index() < static_cast<int>(gpus_.size())) g.set_index(gpus_[g.index()]);
   for (auto& l : *info.mutable_topology()) {

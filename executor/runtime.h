@@ -3,7 +3,8 @@
 // the read-only paths they need (their own folders, the shared-library
 // folders of a relocatable bundle, the CUDA toolkit), the environment they
 // get (nothing inherited: PATH, LD_LIBRARY_PATH, HOME, NCCL settings,
-// CUDA_VISIBLE_DEVICES for the GPUs of the lease) and the limits.
+// CUDA_DEVICE_ORDER=PCI_BUS_ID; the sandbox binds only the lease's GPUs, which
+// CUDA then numbers 0..n-1 in PCI order) and the limits.
 //
 // Thread safety: immutable after construction; share freely.
 #pragma once
