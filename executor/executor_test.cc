@@ -24,6 +24,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "executor/server.h"
+
+#include <fcntl.h>
 #include "executor/testing_candidates.h"
 #include "pkforge/v1/executor.grpc.pb.h"
 #include "grpc/health/v1/health.grpc.pb.h"
@@ -130,13 +132,25 @@ class ExecutorTest : public ::testing::Test {
 
   // Host pids whose command line mentions `needle` (the evaluation's scratch
   // path is in the worker's argv).
+  // A /proc file of a process that may exit while we read it (an ifstream
+  // then throws "No such process" from underflow): plain reads, errors = "".
+  static std::string ReadProcFile(const std::string& path) {
+    std::string out;
+    const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return out;
+    char buf[4096];
+    ssize_t n;
+    while ((n = read(fd, buf, sizeof buf)) > 0) out.append(buf, static_cast<size_t>(n));
+    close(fd);
+    return out;
+  }
+
   static std::vector<pid_t> ProcessesMentioning(const std::string& needle) {
     std::vector<pid_t> out;
     for (const auto& e : fs::directory_iterator("/proc")) {
       const std::string name = e.path().filename().string();
       if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-      std::ifstream f(e.path() / "cmdline", std::ios::binary);
-      std::string cmd((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+      std::string cmd = ReadProcFile((e.path() / "cmdline").string());
       std::replace(cmd.begin(), cmd.end(), '\0', ' ');
       if (cmd.find(needle) != std::string::npos && cmd.find("pkforge-worker") != std::string::npos &&
           cmd.find("bwrap") == std::string::npos)
@@ -315,8 +329,7 @@ TEST_F(ExecutorTest, KeepsServingAfterTheWorkerIsKilled) {
   for (int i = 0; i < 1200 && !done; ++i) {
     std::this_thread::sleep_for(50ms);
     for (pid_t p : ProcessesMentioning(*SandboxRoot(config_))) {
-      std::ifstream f("/proc/" + std::to_string(p) + "/cmdline");
-      std::string cmd((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+      std::string cmd = ReadProcFile("/proc/" + std::to_string(p) + "/cmdline");
       if (cmd.find("launch") != std::string::npos && kill(p, SIGKILL) == 0) ++kills;
     }
   }
