@@ -145,7 +145,7 @@ if (( EXEC_CRASHES > 0 || crash_lines > 0 )); then
   echo "FAIL: executor crashed on its own ($EXEC_CRASHES exits, $crash_lines crash lines)" >&2; fail=1
 fi
 evals=$(sqlite3 -readonly "$DB" "SELECT COUNT(*) FROM evaluations")
-unended=$(sqlite3 -readonly "$DB" "SELECT COUNT(*) FROM events s WHERE s.type='evaluation_started' AND NOT EXISTS (SELECT 1 FROM events f WHERE f.job_id = s.job_id AND f.type='evaluation_finished' AND json_extract(f.payload_json,'\$.evaluationId') = json_extract(s.payload_json,'\$.evaluationId'))")
+unended=$(sqlite3 -readonly "$DB" "SELECT COUNT(*) FROM events s WHERE s.type='evaluation_started' AND NOT EXISTS (SELECT 1 FROM events f WHERE f.job_id = s.job_id AND f.type IN ('evaluation_finished','evaluation_aborted') AND json_extract(f.payload_json,'\$.evaluationId') = json_extract(s.payload_json,'\$.evaluationId'))")
 rec_sorted=$(printf '%s\n' "${RECOVERY_MS[@]:-}" | sort -n | tr '\n' ' ')
 
 echo "chaos: jobs=$JOBS submitted=$submitted stored=$jobs_stored states: $states"
