@@ -175,13 +175,7 @@ class CudaRank {
       Reply rep;
       std::memset(&rep, 0, sizeof rep);
       rep.op = cmd.op;
-      const bool needs_slot = cmd.op != kOpSetup && cmd.op != kOpExit && cmd.op != kOpSync &&
-                              cmd.op != kOpIdle && cmd.op != kOpSwitch;
-      bool bad = cmd.count < 1 || cmd.count > static_cast<uint32_t>(o_.slots) ||
-                 cmd.ring > static_cast<uint32_t>(o_.slots);
-      for (uint32_t k = 0; needs_slot && !bad && k < cmd.count; ++k)
-        bad = static_cast<int>(cmd.SlotAt(k)) >= o_.slots;
-      if ((needs_slot && bad) || (cmd.op != kOpSetup && cmd.op != kOpExit && !ready_)) {
+      if (BadSlots(cmd, o_.slots) || (cmd.op != kOpSetup && cmd.op != kOpExit && !ready_)) {
         rep.rc = -1;
         snprintf(rep.message, sizeof rep.message, "bad command %u (slot %u count %u)", cmd.op,
                  cmd.slot, cmd.count);

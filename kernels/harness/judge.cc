@@ -269,7 +269,6 @@ class Judge {
   std::vector<double> trial_ref_wall_us_;  // reference call wall times in the trials
   int frozen_windows_ = 0;
   int poison_checks_ = 0;
-  int timed_batches_ = 0;
 };
 
 void Judge::HarnessFault(const std::string& message) {
@@ -1031,7 +1030,6 @@ bool Judge::Timing() {
   // statistics need at a fraction of the rounds; warm-up: at most 2 batches.
   const int batches = std::max(6, (o_.iters + 1) / 2);
   const int warm = std::min(o_.warmup, 2);
-  timed_batches_ = batches;
   uint32_t next = 0;
   for (int j = -warm; j < batches; ++j) {
     const bool timed = j >= 0;

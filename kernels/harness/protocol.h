@@ -75,6 +75,21 @@ struct Cmd {
   }
 };
 
+// True when `cmd` names buffer slots (every op but set-up, exit and the
+// device-wide ones) and any of them lies outside 0..slots-1, or its count or
+// ring is malformed: the rank refuses such a command. Shared by the host and
+// cuda ranks.
+inline bool BadSlots(const Cmd& cmd, int slots) {
+  const bool slotted = cmd.op != kOpSetup && cmd.op != kOpExit && cmd.op != kOpSync &&
+                       cmd.op != kOpIdle && cmd.op != kOpSwitch;
+  if (!slotted) return false;
+  const uint32_t n = static_cast<uint32_t>(slots);
+  if (cmd.count < 1 || cmd.count > n || cmd.ring > n) return true;
+  for (uint32_t k = 0; k < cmd.count; ++k)
+    if (cmd.SlotAt(k) >= n) return true;
+  return false;
+}
+
 // Per-call input seeds of a batch, derived from the one secret seed sent to
 // the reference ranks (splitmix64: distinct, unpredictable without the seed).
 inline uint64_t BatchSeed(uint64_t seed, uint32_t k) {

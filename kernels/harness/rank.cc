@@ -145,13 +145,7 @@ class Rank {
       Reply rep;
       std::memset(&rep, 0, sizeof rep);
       rep.op = cmd.op;
-      const bool slotted = cmd.op != kOpSetup && cmd.op != kOpExit && cmd.op != kOpSync &&
-                           cmd.op != kOpIdle && cmd.op != kOpSwitch;
-      bool bad = cmd.count < 1 || cmd.count > static_cast<uint32_t>(o_.slots) ||
-                 cmd.ring > static_cast<uint32_t>(o_.slots);
-      for (uint32_t k = 0; slotted && !bad && k < cmd.count; ++k)
-        bad = static_cast<int>(cmd.SlotAt(k)) >= o_.slots;
-      if (slotted && bad) {
+      if (BadSlots(cmd, o_.slots)) {
         rep.rc = -1;
         snprintf(rep.message, sizeof rep.message, "bad command %u (slot %u count %u)", cmd.op,
                  cmd.slot, cmd.count);
