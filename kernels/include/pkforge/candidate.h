@@ -1,4 +1,4 @@
-/* pkforge candidate ABI (binding: ../shared/DESIGN.md section 3).
+/* pkforge candidate ABI (binding; the evaluation protocol is kernels/README.md).
  *
  * A candidate is one source file that includes only this header (plus CUDA,
  * NCCL and standard headers) and exports pkf_run, optionally pkf_setup and
