@@ -524,21 +524,26 @@ class CudaRank {
   // followed work of another process's context started ~150 us later on the
   // GPU than one that followed its own; the reference's inputs are generated
   // in the reference's context, so without this only the candidate paid).
+  //
+  // The driver functions come through the runtime's entry-point query, not
+  // by linking libcuda: the rank must start (and fail its probe with one
+  // readable line) on a machine without a driver.
   void SwitchContext(Reply* rep) {
     if (!ref_) return;
+    if (!LoadDriver(rep)) return;
     if (other_ctx_ == nullptr) {
       CUdevice dev;
-      CUresult r = cuDeviceGet(&dev, o_.rank);
-      if (r == CUDA_SUCCESS) r = cuCtxCreate(&other_ctx_, nullptr, 0, dev);  // CUDA 13: v4 signature
+      CUresult r = drv_.device_get(&dev, o_.rank);
+      if (r == CUDA_SUCCESS) r = drv_.ctx_create(&other_ctx_, nullptr, 0, dev);
       if (r != CUDA_SUCCESS) {
         rep->rc = -10;
         snprintf(rep->message, sizeof rep->message, "creating the switch context failed (%d)",
                  static_cast<int>(r));
         return;
       }
-      cuCtxPopCurrent(nullptr);  // back to the runtime's primary context
+      drv_.ctx_pop(nullptr);  // back to the runtime's primary context
     }
-    if (cuCtxPushCurrent(other_ctx_) != CUDA_SUCCESS) {
+    if (drv_.ctx_push(other_ctx_) != CUDA_SUCCESS) {
       rep->rc = -10;
       snprintf(rep->message, sizeof rep->message, "switch context");
       return;
@@ -546,8 +551,33 @@ class CudaRank {
     cudaError_t e = LaunchDelay(1, nullptr);
     if (e == cudaSuccess) e = cudaDeviceSynchronize();
     CUcontext popped = nullptr;
-    cuCtxPopCurrent(&popped);
+    drv_.ctx_pop(&popped);
     Failed(rep, e, "switch context kernel");
+  }
+
+  bool LoadDriver(Reply* rep) {
+    if (drv_.ctx_pop != nullptr) return true;
+    struct Want {
+      const char* name;
+      void** slot;
+    };
+    const Want want[] = {{"cuDeviceGet", reinterpret_cast<void**>(&drv_.device_get)},
+                         {"cuCtxCreate", reinterpret_cast<void**>(&drv_.ctx_create)},
+                         {"cuCtxPushCurrent", reinterpret_cast<void**>(&drv_.ctx_push)},
+                         {"cuCtxPopCurrent", reinterpret_cast<void**>(&drv_.ctx_pop)}};
+    for (const Want& w : want) {
+      cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSymbolNotFound;
+      // 13000: cuCtxCreate is the v4 variant (with CUctxCreateParams), as in cuda.h.
+      const cudaError_t e =
+          cudaGetDriverEntryPointByVersion(w.name, w.slot, 13000, cudaEnableDefault, &q);
+      if (e != cudaSuccess || q != cudaDriverEntryPointSuccess || *w.slot == nullptr) {
+        drv_ = {};
+        rep->rc = -10;
+        snprintf(rep->message, sizeof rep->message, "driver entry point %s not found", w.name);
+        return false;
+      }
+    }
+    return true;
   }
 
   // ns until an empty kernel completes on this GPU: a context of the
@@ -686,6 +716,12 @@ class CudaRank {
   char* snapshot_ = nullptr;   // ref: device copies of candidate outputs, one per call of a batch
   int64_t snapshot_bytes_ = 0;
   CUcontext other_ctx_ = nullptr;  // ref: an idle context for SwitchContext
+  struct Driver {  // driver entry points (LoadDriver), null until first needed
+    decltype(&cuDeviceGet) device_get = nullptr;
+    decltype(&cuCtxCreate) ctx_create = nullptr;
+    decltype(&cuCtxPushCurrent) ctx_push = nullptr;
+    decltype(&cuCtxPopCurrent) ctx_pop = nullptr;
+  } drv_;
   void* scratch_mem_ = nullptr;
   cudaStream_t stream_ = nullptr;
   cudaEvent_t start_ = nullptr, stop_ = nullptr;
