@@ -1,5 +1,5 @@
 // Agents: the loops that propose candidates for one job, have them evaluated
-// and record every step (DESIGN section 8). Three kinds, one interface:
+// and record every step (design section 8). Three kinds, one interface:
 //   llm     prompts a model (agent/llm_client.h) with the problem, hardware,
 //           principles and feedback, parses its reply (agent/reply_parser.h),
 //           evaluates, repeats. Strategies:

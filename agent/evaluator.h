@@ -1,5 +1,5 @@
 // Evaluator: how an agent loop gets a candidate evaluated. The agent module
-// never talks to executors itself (DESIGN section 1: agent depends only on
+// never talks to executors itself (design section 1: agent depends only on
 // common and proto); the orchestrator implements this on top of its executor
 // pool (gRPC Executor.Evaluate), tests implement it with fakes.
 //
@@ -18,7 +18,7 @@
 //   (compiling, queued, running) before the call returns; never the result.
 // - queue_ms is all time the evaluation waited for a device: in the
 //   dispatcher's own queue plus the executor's queue. The agent records it
-//   next to elapsed time so "active" time can be analysed (DESIGN section 9).
+//   next to elapsed time so "active" time can be analysed (design section 9).
 //
 // Threading: Evaluate() is called concurrently, from several threads of one
 // job (best_of_n, tree, parallel search) and from many jobs; implementations

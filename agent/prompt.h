@@ -1,4 +1,4 @@
-// Prompt builder for the LLM agent (DESIGN section 8).
+// Prompt builder for the LLM agent (design section 8).
 //
 // A prompt is two messages. The system message holds what is fixed for a job
 // (so providers can cache it): the role and rules, the candidate ABI (the text

@@ -1,4 +1,4 @@
-// The search agent: the principled non-LLM baseline (DESIGN section 8). It
+// The search agent: the principled non-LLM baseline (design section 8). It
 // explores the parameterized expert kernels of agent/kernel_templates.h for
 // the job's problem and backend, under the same budgets as the LLM agent, and
 // records the same trajectory entries (one turn per rung, a candidate per

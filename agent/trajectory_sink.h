@@ -1,6 +1,6 @@
 // TrajectorySink: where an agent loop hands every step of a job -- turns, LLM
 // calls, candidates, evaluations, improvements of the best, notes -- so the
-// orchestrator can persist them (SQLite store, DESIGN section 9) and stream
+// orchestrator can persist them (SQLite store, design section 9) and stream
 // them to watchers. The agent module defines the entries; it does not know
 // how they are stored.
 //

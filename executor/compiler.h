@@ -1,5 +1,5 @@
 // Compiler: turns one candidate source into a shared library, inside the
-// sandbox, through an on-disk content-addressed cache (DESIGN.md sections 3,
+// sandbox, through an on-disk content-addressed cache (docs/design.md sections 3,
 // 5-7; issue 5).
 //
 // Contract

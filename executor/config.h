@@ -1,5 +1,5 @@
 // ExecutorConfig: every setting of pkforge-executor in one struct with
-// in-class defaults (DESIGN section 11). Sources, later ones winning: the
+// in-class defaults (design section 11). Sources, later ones winning: the
 // defaults here, a JSON config file (keys are the field names), command-line
 // flags. Finalize() fills the defaults that depend on the host (paths next to
 // the running binary, the uid to run candidates as) and validates everything,

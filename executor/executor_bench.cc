@@ -1,5 +1,5 @@
 // executor_bench: where the time of one Evaluate goes, and how busy the
-// devices stay under load (DESIGN section 10; docs/performance.md).
+// devices stay under load (design section 10; docs/performance.md).
 //
 //   latency: N sequential evaluations of distinct sources (cache misses) and N
 //            of one already-compiled source (cache hits), each timed by the
@@ -137,7 +137,7 @@ class Bench {
     r.mutable_size()->set_preset(o_.size);
     r.set_source(source);
     // trials, iterations and timeout stay 0: the executor's defaults, i.e. the
-    // full evaluation (5 trials + timing) the DESIGN targets talk about.
+    // full evaluation (5 trials + timing) the design targets talk about.
     // One fairness group per simulated client, as the orchestrator does per job.
     r.set_client_tag(absl::StrCat(client, " executor_bench"));
     return r;

@@ -1,5 +1,5 @@
 // GpuHealthGate: what happens to a GPU after an evaluation crashed or hung
-// on it (DESIGN section 7: "GPU health check after a crash or timeout").
+// on it (design section 7: "GPU health check after a crash or timeout").
 //
 // A candidate that faulted or was killed mid-kernel may leave its GPU in a
 // bad state (sticky error, wedged context, ECC). Before such a GPU serves

@@ -1,4 +1,4 @@
-// Pipeline: one Evaluate from request to result (DESIGN sections 5 and 7).
+// Pipeline: one Evaluate from request to result (design sections 5 and 7).
 //
 //   validate -> compile (sandboxed, content-addressed cache, at most
 //   compile_workers at once) -> queue for devices (DeviceQueue: fair, one

@@ -1,5 +1,5 @@
 // OrchestratorConfig: everything tunable in pkforge-orchestrator, one struct
-// with in-class defaults (DESIGN section 11). Sources, later ones winning:
+// with in-class defaults (design section 11). Sources, later ones winning:
 // the defaults below, a JSON file (--config FILE; keys are the field names,
 // unknown keys are an error so a typo never silently keeps a default), then
 // command-line flags.

@@ -1,5 +1,5 @@
 // ExecutorPool: the executors this orchestrator dispatches evaluations to
-// (DESIGN sections 7-8), and the agent::Evaluator every job uses.
+// (design sections 7-8), and the agent::Evaluator every job uses.
 //
 // Contract
 // - Health: a background thread checks every executor every

@@ -1,4 +1,4 @@
-// pkforge-orchestrator: the daemon that runs optimization jobs (DESIGN
+// pkforge-orchestrator: the daemon that runs optimization jobs (docs/design.md
 // section 8). Flags override the --config file, which overrides the
 // defaults in orchestrator/config.h. SIGTERM/SIGINT shut down gracefully;
 // a second signal exits at once.

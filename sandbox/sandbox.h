@@ -1,4 +1,4 @@
-// The sandbox every candidate-derived command runs in (DESIGN.md section 6).
+// The sandbox every candidate-derived command runs in (docs/design.md section 6).
 //
 // Contract
 //   Sandbox::Run(argv, policy) runs argv inside a fresh sandbox and returns a

@@ -1,5 +1,5 @@
 // Plateau analysis: how fast a kernel does a job find, and when does it stop
-// improving? (DESIGN section 9.)
+// improving? (design section 9.)
 //
 // Everything here is a pure computation on plain structs: no SQLite, no I/O.
 // storage/plateau_loader.h builds the inputs from a TrajectoryStore and

@@ -1,4 +1,4 @@
-// TrajectoryStore: the SQLite trajectory database (DESIGN section 9).
+// TrajectoryStore: the SQLite trajectory database (design section 9).
 //
 // One database file holds every job, turn, LLM call, candidate (deduplicated by
 // sha256 of its source), evaluation and event. Researchers query it offline, so

@@ -3,7 +3,7 @@
 // It creates the shared segments, starts 2 x world_size rank processes
 // (kernels/harness/rank.h: a trusted reference rank and a candidate rank per
 // rank index, each a fresh exec of this binary), drives the protocol of
-// DESIGN section 5 through per-process command/reply pipes with a deadline on
+// design section 5 through per-process command/reply pipes with a deadline on
 // every wait, and builds the EvaluationResult. The secret per-trial seeds are
 // drawn from getrandom() after every candidate process has been exec'ed and
 // are sent only to reference ranks. kernels/README.md has the full design.
