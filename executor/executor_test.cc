@@ -27,6 +27,7 @@
 
 #include <fcntl.h>
 #include "executor/testing_candidates.h"
+#include "kernels/harness/problem.h"
 #include "pkforge/v1/executor.grpc.pb.h"
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "spdlog/sinks/ostream_sink.h"
@@ -407,7 +408,7 @@ TEST_F(ExecutorTest, DescribeDeviceListProblemsHealthAndMetrics) {
   lreq.set_dtype(v1::DTYPE_BF16);
   v1::ListProblemsResponse problems;
   ASSERT_TRUE(stub_->ListProblems(&c2, lreq, &problems).ok());
-  EXPECT_EQ(problems.problems_size(), 12);
+  EXPECT_EQ(problems.problems_size(), static_cast<int>(kernels::Problems().size()));
   for (const auto& p : problems.problems()) {
     EXPECT_EQ(p.backends_size(), 1) << p.name();
     if (p.name() == "allreduce") {

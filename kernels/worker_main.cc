@@ -190,9 +190,10 @@ int main(int argc, char** argv) {
   auto* rank = app.add_subcommand("rank", "internal: one rank process (started by launch)");
   pkforge::kernels::AddRankFlags(rank, &ro);
 
-  bool list_json = false;
+  bool list_json = false, list_markdown = false;
   auto* list = app.add_subcommand("list", "print the problem registry");
   list->add_flag("--json", list_json, "proto3 JSON of ListProblemsResponse");
+  list->add_flag("--markdown", list_markdown, "the problem table of kernels/README.md");
 
   BenchOptions bo;
   auto* bench = app.add_subcommand("bench", "benchmark the harness with identical candidates");
@@ -212,6 +213,10 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   if (*bench) return Bench(bo);
   if (*rank) return RankMain(ro);
+  if (*list && list_markdown) {
+    std::cout << ProblemTableMarkdown();
+    return 0;
+  }
   if (*list) return List(list_json);
   std::string key;
   if (result_key_stdin) {

@@ -261,7 +261,7 @@ TEST(HostEval, ListPrintsTheRegistry) {
   EXPECT_EQ(st, 0);
   pkforge::v1::ListProblemsResponse resp;
   ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(raw, &resp).ok());
-  EXPECT_EQ(resp.problems_size(), 12);
+  EXPECT_EQ(resp.problems_size(), static_cast<int>(Problems().size()));
   EXPECT_NE(resp.problems(0).statement_markdown().find("allreduce"), std::string::npos);
 }
 

@@ -1,8 +1,9 @@
 // The problem plug-in interface (nccl-tests style) and the registry.
 //
 // A problem is trusted code: one `Problem` value of plain data and function
-// pointers, defined in kernels/problems/<name>/spec.cc and listed in
-// registry.cc. The harness never special-cases a problem by name; everything
+// pointers, defined in kernels/problems/<name>/spec.cc (PKF_DEFINE_PROBLEM)
+// and listed once, in kernels/problems/problems.list (registry.cc is
+// generated from it). The harness never special-cases a problem by name; everything
 // it needs (shapes per rank, which tensors are replicated, tolerances, cost
 // model, host reference) comes from here.
 //
@@ -68,11 +69,18 @@ struct Problem {
   // Host reference with the candidate ABI (reference_host.cc compiled into the
   // worker under a renamed symbol). It is also the oracle for the cuda side.
   pkf_run_fn host_reference = nullptr;
+  // ParallelKernelBench's problem number (reference/<id>_*.py); 0 = not from PKB.
+  int pkb_id = 0;
 };
 
 // All registered problems, in registry order.
 const std::vector<const Problem*>& Problems();
 absl::StatusOr<const Problem*> FindProblem(std::string_view name);
+
+// The problem table of kernels/README.md (Markdown, one row per problem in
+// registry order); kernels_unit_test checks the README's copy is current and
+// `pkforge-worker list --markdown` prints it.
+std::string ProblemTableMarkdown();
 
 // prompt.md and reference_host.cc of a problem, embedded at build time.
 std::string_view ProblemPrompt(std::string_view name);

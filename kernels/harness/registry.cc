@@ -9,6 +9,7 @@
 #include "kernels/harness/problem.h"
 #include "kernels/problems/common/host_math.h"
 #include "kernels/problems/common/spec_util.h"
+#include "kernels/problems/problem_list.inc"
 
 namespace pkforge::kernels {
 
@@ -16,13 +17,32 @@ namespace pkforge::kernels {
 std::string_view EmbeddedPrompt(std::string_view name);
 std::string_view EmbeddedReference(std::string_view name);
 
+// Every problem of kernels/problems/problems.list (PKF_FOR_EACH_PROBLEM,
+// generated at configure time), defined in problems/<name>/spec.cc.
+#define PKF_DECLARE_PROBLEM(NAME) extern const Problem kProblem_##NAME;
+PKF_FOR_EACH_PROBLEM(PKF_DECLARE_PROBLEM)
+#undef PKF_DECLARE_PROBLEM
+
 const std::vector<const Problem*>& Problems() {
-  static const std::vector<const Problem*> kAll = {
-      &kAllreduceProblem,   &kAllgatherProblem,      &kReducescatterProblem,
-      &kAlltoallProblem,    &kBroadcastProblem,      &kReduceProblem,
-      &kGatherProblem,      &kScatterProblem,        &kAllgatherGemmProblem,
-      &kGemmReducescatterProblem, &kGemmAllreduceProblem, &kTpRmsnormProblem};
+#define PKF_PROBLEM_ADDRESS(NAME) &kProblem_##NAME,
+  static const std::vector<const Problem*> kAll = {PKF_FOR_EACH_PROBLEM(PKF_PROBLEM_ADDRESS)};
+#undef PKF_PROBLEM_ADDRESS
   return kAll;
+}
+
+std::string ProblemTableMarkdown() {
+  std::string t =
+      "| problem | PKB | category | dims (default) | tiny | dtypes | world sizes |\n"
+      "|---|---|---|---|---|---|---|\n";
+  for (const Problem* p : Problems()) {
+    std::string dtypes;
+    for (pkf_dtype d : p->dtypes) dtypes += fmt::format("{}{}", dtypes.empty() ? "" : ", ", DtypeName(d));
+    t += fmt::format("| {} | {} | {} | {} | {} | {} | {}..{} |\n", p->name,
+                     p->pkb_id > 0 ? std::to_string(p->pkb_id) : "-", p->category,
+                     DimsToString(p->default_size), DimsToString(p->tiny), dtypes, p->min_world,
+                     p->max_world);
+  }
+  return t;
 }
 
 absl::StatusOr<const Problem*> FindProblem(std::string_view name) {

@@ -1,5 +1,9 @@
 #include <cmath>
+#include <fstream>
 #include <set>
+#include <sstream>
+#include <string>
+#include <vector>
 
 #include "gtest/gtest.h"
 #include "kernels/harness/problem.h"
@@ -11,7 +15,7 @@
 namespace pkforge::kernels {
 namespace {
 
-TEST(Registry, TwelveProblemsEachResolvesTinyAtEveryWorldSize) {
+TEST(Registry, EveryProblemResolvesTinyAtEveryWorldSize) {
   std::set<std::string_view> names;
   for (const Problem* p : Problems()) {
     names.insert(p->name);
@@ -29,8 +33,48 @@ TEST(Registry, TwelveProblemsEachResolvesTinyAtEveryWorldSize) {
       EXPECT_GT(c.hbm_bytes, 0) << p->name;
     }
   }
-  EXPECT_EQ(names.size(), 12u);
+  EXPECT_EQ(names.size(), Problems().size());  // no duplicate names
   EXPECT_FALSE(FindProblem("nope").ok());
+}
+
+// kernels/problems/problems.list, names in order, comments and blanks skipped.
+std::vector<std::string> ListedProblems() {
+  std::ifstream in(std::string(PKF_SOURCE_DIR) + "/kernels/problems/problems.list");
+  std::vector<std::string> names;
+  std::string line;
+  while (std::getline(in, line)) {
+    line.erase(0, line.find_first_not_of(" \t"));
+    line.erase(line.find_last_not_of(" \t\r") + 1);
+    if (!line.empty() && line[0] != '#') names.push_back(line);
+  }
+  return names;
+}
+
+// The registry is generated from problems.list: same names, same order, and
+// each problem's Problem value says the name of its own folder.
+TEST(Registry, IsExactlyTheProblemList) {
+  const std::vector<std::string> listed = ListedProblems();
+  ASSERT_FALSE(listed.empty());
+  ASSERT_EQ(listed.size(), Problems().size());
+  for (size_t i = 0; i < listed.size(); ++i) EXPECT_EQ(Problems()[i]->name, listed[i]);
+}
+
+// The problem table in kernels/README.md (between the two markers) is the
+// registry's (`pkforge-worker list --markdown` regenerates it).
+TEST(Registry, ReadmeProblemTableIsCurrent) {
+  std::ifstream in(std::string(PKF_SOURCE_DIR) + "/kernels/README.md");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  const std::string readme = ss.str();
+  const std::string begin = "<!-- problem-table:begin (pkforge-worker list --markdown) -->\n";
+  const std::string end = "<!-- problem-table:end -->";
+  const size_t b = readme.find(begin), e = readme.find(end);
+  ASSERT_NE(b, std::string::npos) << "kernels/README.md has no problem table marker";
+  ASSERT_NE(e, std::string::npos);
+  ASSERT_LT(b, e);
+  EXPECT_EQ(readme.substr(b + begin.size(), e - b - begin.size()), ProblemTableMarkdown())
+      << "kernels/README.md's problem table is stale: replace it with the output of "
+         "`pkforge-worker list --markdown`";
 }
 
 TEST(Registry, ExplicitDimsOverrideAndValidate) {

@@ -23,11 +23,11 @@ Cost CostOf(const Dims& d, int n, int64_t es) {
           (m * k + k * nn + m * nn) * es, 2 * m * nn * k};
 }
 }  // namespace
-const Problem kAllgatherGemmProblem = {
+PKF_DEFINE_PROBLEM(allgather_gemm) = {
     .name = "allgather_gemm", .category = "tp-fusion", .dims = {"M", "N", "K"},
     .tiny = {{"M", 8}, {"N", 16}, {"K", 48}},
     .default_size = {{"M", 1024}, {"N", 1024}, {"K", 512}},
     .large = {{"M", 8192}, {"N", 8192}, {"K", 8192}},
     .validate = Validate, .spec = Spec, .tolerance = Tol, .cost = CostOf,
-    .host_reference = pkf_ref_allgather_gemm_run};
+    .host_reference = pkf_ref_allgather_gemm_run, .pkb_id = 12};
 }  // namespace pkforge::kernels

@@ -14,10 +14,10 @@ Cost CostOf(const Dims& d, int n, int64_t es) {
           double(d.at("M")) * d.at("N") * (n - 1) / n};
 }
 }  // namespace
-const Problem kAllreduceProblem = {
+PKF_DEFINE_PROBLEM(allreduce) = {
     .name = "allreduce", .category = "collective", .dims = {"M", "N"},
     .tiny = {{"M", 3}, {"N", 37}}, .default_size = {{"M", 1024}, {"N", 1024}},
     .large = {{"M", 8192}, {"N", 8192}},
     .validate = RequirePositive, .spec = Spec, .tolerance = WorldSumTolerance, .cost = CostOf,
-    .host_reference = pkf_ref_allreduce_run};
+    .host_reference = pkf_ref_allreduce_run, .pkb_id = 1};
 }  // namespace pkforge::kernels

@@ -13,10 +13,10 @@ Cost CostOf(const Dims& d, int n, int64_t es) {
   return {s, BusFactorGather(n), BusFactorGather(n) * s, 2 * s, 0};
 }
 }  // namespace
-const Problem kAlltoallProblem = {
+PKF_DEFINE_PROBLEM(alltoall) = {
     .name = "alltoall", .category = "collective", .dims = {"M", "N"},
     .tiny = {{"M", 3}, {"N", 37}}, .default_size = {{"M", 1024}, {"N", 1024}},
     .large = {{"M", 2048}, {"N", 8192}},
     .validate = RequirePositive, .spec = Spec, .tolerance = ExactTolerance, .cost = CostOf,
-    .host_reference = pkf_ref_alltoall_run};
+    .host_reference = pkf_ref_alltoall_run, .pkb_id = 8};
 }  // namespace pkforge::kernels

@@ -17,11 +17,12 @@
 
 namespace pkforge::kernels {
 
-// Every problem's definition (problems/<name>/spec.cc); declared here so the
-// const objects get external linkage and registry.cc can list them.
-extern const Problem kAllreduceProblem, kAllgatherProblem, kReducescatterProblem,
-    kAlltoallProblem, kBroadcastProblem, kReduceProblem, kGatherProblem, kScatterProblem,
-    kAllgatherGemmProblem, kGemmReducescatterProblem, kGemmAllreduceProblem, kTpRmsnormProblem;
+// Defines problem NAME's registry entry (in spec.cc, inside namespace
+// pkforge::kernels): `PKF_DEFINE_PROBLEM(allreduce) = {...};`. registry.cc
+// lists every kProblem_<name> of kernels/problems/problems.list.
+#define PKF_DEFINE_PROBLEM(NAME)            \
+  extern const Problem kProblem_##NAME; \
+  const Problem kProblem_##NAME
 
 inline absl::Status RequireDivisible(const Dims& d, const std::string& dim, int64_t by) {
   if (d.at(dim) <= 0) return absl::InvalidArgumentError("dimension " + dim + " must be positive");

@@ -20,11 +20,11 @@ Cost CostOf(const Dims& d, int n, int64_t es) {
           (m * k + k * nn + 2 * m * nn) * es, 2 * m * nn * k};
 }
 }  // namespace
-const Problem kGemmAllreduceProblem = {
+PKF_DEFINE_PROBLEM(gemm_allreduce) = {
     .name = "gemm_allreduce", .category = "tp-fusion", .dims = {"M", "N", "K"},
     .tiny = {{"M", 8}, {"N", 16}, {"K", 12}},
     .default_size = {{"M", 1024}, {"N", 1024}, {"K", 512}},
     .large = {{"M", 8192}, {"N", 8192}, {"K", 2048}},
     .validate = RequirePositive, .spec = Spec, .tolerance = Tol, .cost = CostOf,
-    .host_reference = pkf_ref_gemm_allreduce_run};
+    .host_reference = pkf_ref_gemm_allreduce_run, .pkb_id = 13};
 }  // namespace pkforge::kernels

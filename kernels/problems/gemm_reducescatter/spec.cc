@@ -24,11 +24,11 @@ Cost CostOf(const Dims& d, int n, int64_t es) {
           (m * k / n + k / n * nn + m * nn + m * nn / n) * es, 2 * m * nn * k / n};
 }
 }  // namespace
-const Problem kGemmReducescatterProblem = {
+PKF_DEFINE_PROBLEM(gemm_reducescatter) = {
     .name = "gemm_reducescatter", .category = "tp-fusion", .dims = {"M", "N", "K"},
     .tiny = {{"M", 24}, {"N", 16}, {"K", 48}},
     .default_size = {{"M", 1024}, {"N", 1024}, {"K", 512}},
     .large = {{"M", 8192}, {"N", 8192}, {"K", 8192}},
     .validate = Validate, .spec = Spec, .tolerance = Tol, .cost = CostOf,
-    .host_reference = pkf_ref_gemm_reducescatter_run};
+    .host_reference = pkf_ref_gemm_reducescatter_run, .pkb_id = 16};
 }  // namespace pkforge::kernels

@@ -15,10 +15,10 @@ Cost CostOf(const Dims& d, int n, int64_t es) {
   return {s, n > 1 ? 1.0 : 0.0, n > 1 ? s : 0.0, 2 * s, double(d.at("M")) * d.at("N") * (n - 1) / n};
 }
 }  // namespace
-const Problem kReduceProblem = {
+PKF_DEFINE_PROBLEM(reduce) = {
     .name = "reduce", .category = "collective", .dims = {"M", "N"},
     .tiny = {{"M", 3}, {"N", 37}}, .default_size = {{"M", 1024}, {"N", 1024}},
     .large = {{"M", 8192}, {"N", 8192}},
     .validate = RequirePositive, .spec = Spec, .tolerance = WorldSumTolerance, .cost = CostOf,
-    .host_reference = pkf_ref_reduce_run};
+    .host_reference = pkf_ref_reduce_run, .pkb_id = 4};
 }  // namespace pkforge::kernels

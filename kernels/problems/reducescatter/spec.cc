@@ -13,10 +13,10 @@ Cost CostOf(const Dims& d, int n, int64_t es) {
   return {n * s, BusFactorGather(n), (n - 1) * s, n * s + s, double(d.at("M")) * d.at("N") * (n - 1)};
 }
 }  // namespace
-const Problem kReducescatterProblem = {
+PKF_DEFINE_PROBLEM(reducescatter) = {
     .name = "reducescatter", .category = "collective", .dims = {"M", "N"},
     .tiny = {{"M", 3}, {"N", 37}}, .default_size = {{"M", 1024}, {"N", 1024}},
     .large = {{"M", 2048}, {"N", 8192}},
     .validate = RequirePositive, .spec = Spec, .tolerance = WorldSumTolerance, .cost = CostOf,
-    .host_reference = pkf_ref_reducescatter_run};
+    .host_reference = pkf_ref_reducescatter_run, .pkb_id = 7};
 }  // namespace pkforge::kernels

@@ -15,10 +15,10 @@ Cost CostOf(const Dims& d, int n, int64_t es) {
   return {n * s, BusFactorGather(n), (n - 1) * s, (n + 1) * s, 0};
 }
 }  // namespace
-const Problem kScatterProblem = {
+PKF_DEFINE_PROBLEM(scatter) = {
     .name = "scatter", .category = "collective", .dims = {"M", "N"},
     .tiny = {{"M", 3}, {"N", 37}}, .default_size = {{"M", 1024}, {"N", 1024}},
     .large = {{"M", 2048}, {"N", 8192}},
     .validate = RequirePositive, .spec = Spec, .tolerance = ExactTolerance, .cost = CostOf,
-    .host_reference = pkf_ref_scatter_run};
+    .host_reference = pkf_ref_scatter_run, .pkb_id = 5};
 }  // namespace pkforge::kernels

@@ -17,10 +17,10 @@ Cost CostOf(const Dims& d, int n, int64_t es) {
           4 * m * hl};
 }
 }  // namespace
-const Problem kTpRmsnormProblem = {
+PKF_DEFINE_PROBLEM(tp_rmsnorm) = {
     .name = "tp_rmsnorm", .category = "tp-fusion", .dims = {"M", "HL"},
     .tiny = {{"M", 5}, {"HL", 12}}, .default_size = {{"M", 1024}, {"HL", 1024}},
     .large = {{"M", 16384}, {"HL", 4096}},
     .validate = RequirePositive, .spec = Spec, .tolerance = Tol, .cost = CostOf,
-    .host_reference = pkf_ref_tp_rmsnorm_run};
+    .host_reference = pkf_ref_tp_rmsnorm_run, .pkb_id = 18};
 }  // namespace pkforge::kernels
