@@ -14,6 +14,7 @@ PACKAGES=(
   nlohmann-json3-dev libcli11-dev
   bubblewrap libseccomp-dev
   python3 libxml2-utils
+  systemd python3-venv
 )
 
 SUDO=""
@@ -37,6 +38,17 @@ if ((${#missing[@]})); then
   $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
 else
   echo "install-deps: all ${#PACKAGES[@]} Debian packages present"
+fi
+
+# Python tools for the deploy/ checks (deploy/CMakeLists.txt), pinned, in a
+# virtual environment inside the checkout's ignored cache: kubernetes-validate
+# carries the Kubernetes JSON schemas, so validation then runs offline.
+DEPLOY_VENV="$(cd "$(dirname "$0")/.." && pwd)/.cache/deploy-venv"
+DEPLOY_PY_PACKAGES=(kubernetes-validate==1.37.0)
+if ! "$DEPLOY_VENV/bin/kubernetes-validate" --version 2>/dev/null | grep -qx 1.37.0; then
+  echo "install-deps: creating $DEPLOY_VENV (${DEPLOY_PY_PACKAGES[*]})"
+  python3 -m venv "$DEPLOY_VENV"
+  "$DEPLOY_VENV/bin/python" -m pip install -q "${DEPLOY_PY_PACKAGES[@]}"
 fi
 
 # The CUDA toolkit is not a Debian package here: it comes from NVIDIA's installer
