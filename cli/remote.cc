@@ -10,9 +10,11 @@
 #include <google/protobuf/util/json_util.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 #include <thread>
@@ -31,8 +33,33 @@ namespace pkforge::cli {
 void RemoteOptions::Add(CLI::App* cmd) {
   cmd->add_option("--orchestrator", orchestrator,
                   "Orchestrator HOST:PORT (default $PKFORGE_ORCHESTRATOR or 127.0.0.1:50061)");
-  cmd->add_option("--token-file", token_file, "File with the orchestrator's bearer token");
+  // envname: the variable is read only when the flag is absent (flag wins).
+  cmd->add_option("--token-file", token_file,
+                  "File with the orchestrator's bearer token (default $PKFORGE_TOKEN_FILE)")
+      ->envname("PKFORGE_TOKEN_FILE");
+  cmd->add_option("--tls-ca", tls_ca,
+                  "Speak TLS and trust this CA (PEM) for the orchestrator's certificate "
+                  "(default $PKFORGE_TLS_CA; docs/tls.md)")
+      ->envname("PKFORGE_TLS_CA");
 }
+
+namespace {
+
+// The whole of a small file the user named (token, CA), or an error naming
+// the flag and its environment variable, since either may have set it.
+absl::StatusOr<std::string> ReadNamedFile(const std::string& path, const char* flag,
+                                          const char* env) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    return absl::InvalidArgumentError(absl::StrCat(flag, " (or ", env, ") ", path, ": cannot read (",
+                                                   std::strerror(errno), ")"));
+  }
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+}  // namespace
 
 absl::StatusOr<Remote> Remote::Connect(const RemoteOptions& options) {
   Remote r;
@@ -42,17 +69,29 @@ absl::StatusOr<Remote> Remote::Connect(const RemoteOptions& options) {
     r.address_ = env != nullptr && *env != '\0' ? env : "127.0.0.1:50061";
   }
   if (!options.token_file.empty()) {
-    std::ifstream in(options.token_file);
-    if (!in) return absl::NotFoundError(absl::StrCat("cannot read ", options.token_file));
-    std::stringstream ss;
-    ss << in.rdbuf();
-    r.token_ = ss.str();
+    ASSIGN_OR_RETURN(r.token_,
+                     ReadNamedFile(options.token_file, "--token-file", "PKFORGE_TOKEN_FILE"));
     while (!r.token_.empty() && std::isspace(static_cast<unsigned char>(r.token_.back()))) {
       r.token_.pop_back();
     }
+    if (r.token_.empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--token-file (or PKFORGE_TOKEN_FILE) ", options.token_file, ": is empty"));
+    }
   }
-  r.stub_ = v1::Orchestrator::NewStub(
-      grpc::CreateChannel(r.address_, grpc::InsecureChannelCredentials()));
+  std::shared_ptr<grpc::ChannelCredentials> creds = grpc::InsecureChannelCredentials();
+  if (!options.tls_ca.empty()) {
+    grpc::SslCredentialsOptions ssl;
+    ASSIGN_OR_RETURN(ssl.pem_root_certs,
+                     ReadNamedFile(options.tls_ca, "--tls-ca", "PKFORGE_TLS_CA"));
+    if (ssl.pem_root_certs.find("-----BEGIN CERTIFICATE-----") == std::string::npos) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--tls-ca (or PKFORGE_TLS_CA) ", options.tls_ca, ": not a PEM certificate"));
+    }
+    creds = grpc::SslCredentials(ssl);
+    r.tls_ = true;
+  }
+  r.stub_ = v1::Orchestrator::NewStub(grpc::CreateChannel(r.address_, creds));
   return r;
 }
 
@@ -69,8 +108,28 @@ std::unique_ptr<grpc::ClientContext> Remote::Context(double timeout_s) const {
 absl::Status RemoteError(const Remote& remote, const grpc::Status& status) {
   absl::Status s = FromGrpcStatus(status);
   if (absl::IsUnavailable(s) || absl::IsDeadlineExceeded(s)) {
+    const std::string& m = status.error_message();
+    if (remote.tls() && (m.find("andshake") != std::string::npos ||
+                         m.find("CERTIFICATE_VERIFY") != std::string::npos ||
+                         m.find("SSL") != std::string::npos)) {
+      return Annotate(s, "TLS handshake with the orchestrator at " + remote.address() +
+                             " failed: is its certificate signed by the --tls-ca CA and valid "
+                             "for that host name? (docs/tls.md)");
+    }
     return Annotate(s, "orchestrator at " + remote.address() +
-                           " (is pkforge-orchestrator running? --orchestrator HOST:PORT)");
+                           (remote.tls()
+                                ? " over TLS (is pkforge-orchestrator running there, serving TLS "
+                                  "with a certificate from the --tls-ca CA?)"
+                                : " (is pkforge-orchestrator running? --orchestrator HOST:PORT; "
+                                  "if it serves TLS, give its CA with --tls-ca)"));
+  }
+  if (absl::IsUnauthenticated(s)) {
+    return Annotate(s, remote.has_token()
+                           ? "the orchestrator at " + remote.address() +
+                                 " refused the token from --token-file (or PKFORGE_TOKEN_FILE)"
+                           : "the orchestrator at " + remote.address() +
+                                 " requires a bearer token: --token-file FILE or "
+                                 "PKFORGE_TOKEN_FILE");
   }
   return s;
 }

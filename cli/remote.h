@@ -3,7 +3,12 @@
 // --db is given).
 //
 // Address: --orchestrator HOST:PORT, else $PKFORGE_ORCHESTRATOR, else
-// 127.0.0.1:50061. A --token-file adds "authorization: Bearer <token>".
+// 127.0.0.1:50061. A --token-file (else $PKFORGE_TOKEN_FILE) adds
+// "authorization: Bearer <token>"; --tls-ca (else $PKFORGE_TLS_CA) speaks TLS
+// and trusts only that CA's certificates. RemoteOptions::Add is the one
+// definition of these flags for every remote command; a flag wins over the
+// environment (only commands that called Add read the environment, so
+// `pkforge local`'s loopback connection is never redirected by it).
 //
 // Thread safety: one Remote per command, used by one thread.
 #pragma once
@@ -22,7 +27,8 @@ namespace pkforge::cli {
 
 struct RemoteOptions {
   std::string orchestrator;  // "" = $PKFORGE_ORCHESTRATOR or the default
-  std::string token_file;
+  std::string token_file;  // "" = no token
+  std::string tls_ca;      // PEM CA file; "" = plaintext
   void Add(CLI::App* cmd);
 };
 
@@ -34,10 +40,13 @@ class Remote {
   std::unique_ptr<grpc::ClientContext> Context(double timeout_s = 30) const;
   v1::Orchestrator::Stub* stub() const { return stub_.get(); }
   const std::string& address() const { return address_; }
+  bool tls() const { return tls_; }
+  bool has_token() const { return !token_.empty(); }
 
  private:
   std::string address_;
   std::string token_;
+  bool tls_ = false;
   std::shared_ptr<v1::Orchestrator::Stub> stub_;
 };
 
