@@ -26,11 +26,13 @@
 #include <sqlite3.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <filesystem>
 #include <mutex>
 #include <string>
 #include <string_view>
@@ -796,6 +798,10 @@ class SqliteTrajectoryStore final : public TrajectoryStore {
 // -------------------------------------------------------------- group commit
 
 absl::Status SqliteTrajectoryStore::Write(const char* what, WriteShape shape, WriteFn fn) {
+  if (writer_ == nullptr) {
+    return absl::FailedPreconditionError(
+        fmt::format("{}: the store was opened read-only ({})", what, path_));
+  }
   PendingWrite me(shape, fn);
   std::unique_lock lock(group_mu_);
   pending_.push_back(&me);
@@ -1290,6 +1296,97 @@ absl::StatusOr<JobStats> SqliteTrajectoryStore::GetJobStats(std::string_view job
 
 // --------------------------------------------------------------------- open
 
+// "file:" URI of `path` for sqlite3_open_v2 with SQLITE_OPEN_URI: absolute,
+// every byte outside a safe set percent-encoded (a '?' or '#' in a file name
+// would otherwise start the query or fragment).
+std::string FileUri(const std::string& path, const char* query) {
+  std::error_code ec;
+  std::filesystem::path abs = std::filesystem::absolute(path, ec);
+  const std::string p = ec ? path : abs.string();
+  std::string uri = "file:";
+  for (unsigned char c : p) {
+    if (std::isalnum(c) || c == '/' || c == '.' || c == '_' || c == '-' || c == '~') {
+      uri.push_back(static_cast<char>(c));
+    } else {
+      uri += fmt::format("%{:02X}", c);
+    }
+  }
+  return uri + "?" + query;
+}
+
+// Options::access = kReadOnly / kImmutable (store.h, "Read-only opening").
+absl::Status OpenReadOnlyImpl(const std::string& path, const TrajectoryStore::Options& options,
+                              std::unique_ptr<SqliteTrajectoryStore>* out) {
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) {
+    return absl::NotFoundError(fmt::format("database {} does not exist", path));
+  }
+  const bool immutable = options.access == TrajectoryStore::Options::Access::kImmutable;
+  // immutable=1 skips the WAL: commits still in a -wal file would be invisible.
+  const std::string wal = path + "-wal";
+  if (immutable && std::filesystem::exists(wal, ec) && std::filesystem::file_size(wal, ec) > 0) {
+    return absl::FailedPreconditionError(fmt::format(
+        "{} holds commits not yet in the file: the immutable mode would not see them", wal));
+  }
+  const std::string uri = FileUri(path, immutable ? "mode=ro&immutable=1" : "mode=ro");
+  const int flags = SQLITE_OPEN_READONLY | SQLITE_OPEN_URI;
+  ASSIGN_OR_RETURN(std::unique_ptr<Connection> file,
+                   Connection::Open(uri, flags, options.busy_timeout_ms));
+  absl::StatusOr<int> version = internal::ReadUserVersion(file->db());
+  if (!version.ok()) {
+    if (!immutable && version.status().message().find("readonly") != std::string_view::npos) {
+      // SQLite cannot create the -shm file a WAL reader needs next to the file.
+      return Annotate(version.status(),
+                      "reading a WAL-mode file whose directory is not writable needs the "
+                      "immutable mode (the file must not change) or a copy");
+    }
+    return version.status();
+  }
+  if (*version > CurrentSchemaVersion()) {
+    return internal::NewerSchemaError(*version, CurrentSchemaVersion());
+  }
+  if (*version < 1) {
+    return absl::FailedPreconditionError(
+        "not a pkforge trajectory database (user_version 0, no schema)");
+  }
+  auto store = std::make_unique<SqliteTrajectoryStore>(path, options, nullptr);
+  if (*version == CurrentSchemaVersion()) {
+    store->readers().Add(std::move(file));
+    for (int i = 1; i < options.read_connections; ++i) {
+      ASSIGN_OR_RETURN(std::unique_ptr<Connection> reader,
+                       Connection::Open(uri, flags, options.busy_timeout_ms));
+      store->readers().Add(std::move(reader));
+    }
+    *out = std::move(store);
+    return absl::OkStatus();
+  }
+  // An older schema: the queries need the current columns, and the file must
+  // not be migrated, so the migrations upgrade a private in-memory copy.
+  ASSIGN_OR_RETURN(std::unique_ptr<Connection> copy,
+                   Connection::Open(":memory:", SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE,
+                                    options.busy_timeout_ms));
+  sqlite3_backup* backup = sqlite3_backup_init(copy->db(), "main", file->db(), "main");
+  if (backup == nullptr) {
+    return internal::SqliteError(sqlite3_errcode(copy->db()), copy->db(),
+                                 "copying the file into memory");
+  }
+  const int step_rc = sqlite3_backup_step(backup, -1);
+  const int finish_rc = sqlite3_backup_finish(backup);
+  if (step_rc != SQLITE_DONE) {
+    return internal::SqliteError(step_rc, file->db(), "copying the file into memory");
+  }
+  if (finish_rc != SQLITE_OK) {
+    return internal::SqliteError(finish_rc, copy->db(), "copying the file into memory");
+  }
+  file.reset();
+  RETURN_IF_ERROR(Annotate(internal::MigrateTo(copy->db(), CurrentSchemaVersion()),
+                           fmt::format("upgrading the in-memory copy of a version {} file",
+                                       *version)));
+  store->readers().Add(std::move(copy));
+  *out = std::move(store);
+  return absl::OkStatus();
+}
+
 absl::Status OpenImpl(const std::string& path, const TrajectoryStore::Options& options,
                       std::unique_ptr<SqliteTrajectoryStore>* out) {
   if (path.empty()) return absl::InvalidArgumentError("path is empty");
@@ -1302,6 +1399,9 @@ absl::Status OpenImpl(const std::string& path, const TrajectoryStore::Options& o
         fmt::format("busy_timeout_ms must be >= 0, got {}", options.busy_timeout_ms));
   }
   if (options.clock == nullptr) return absl::InvalidArgumentError("clock is null");
+  if (options.access != TrajectoryStore::Options::Access::kReadWrite) {
+    return OpenReadOnlyImpl(path, options, out);
+  }
 
   ASSIGN_OR_RETURN(
       std::unique_ptr<Connection> writer,

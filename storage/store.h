@@ -45,6 +45,21 @@
 //   writes (WAL readers never block the writer and see committed data only).
 // - Several processes may open the same file (e.g. `pkforge trajectory --db`
 //   while the orchestrator runs); only one should write.
+//
+// Read-only opening (Options::access, for offline analysis)
+// - kReadOnly / kImmutable never create, migrate or write the file: every
+//   connection is SQLITE_OPEN_READONLY (URI mode=ro), kImmutable adds
+//   immutable=1 (no locks, no -wal/-shm files: only for a file nothing can
+//   change, e.g. an archived copy without a -wal; a WAL-mode file in a
+//   directory the reader cannot write can only be read this way). Every write
+//   method returns FAILED_PRECONDITION.
+// - A file at the current schema version is read in place, and a kReadOnly
+//   reader sees a live writer's commits. A file of an older version (1 ..
+//   current-1) is read through a private in-memory copy that the migrations
+//   upgrade (the file itself stays untouched; memory ~ the file's size; one
+//   read connection). A newer file is refused as by kReadWrite; a file with
+//   user_version 0 is FAILED_PRECONDITION (not a trajectory database); a
+//   missing file is NOT_FOUND.
 #pragma once
 
 #include <cstdint>
@@ -213,9 +228,17 @@ class TrajectoryStore {
     // 0 = SQLite's default. Writes that would grow the file beyond it fail as
     // on a full disk ("database or disk is full"), with nothing written.
     int64_t max_page_count = 0;
+    // How the file is opened; see "Read-only opening" above.
+    enum class Access {
+      kReadWrite,  // create if missing, migrate, write (the orchestrator)
+      kReadOnly,   // SQLITE_OPEN_READONLY: never created, migrated or written
+      kImmutable,  // kReadOnly plus immutable=1: for a file that cannot change
+    };
+    Access access = Access::kReadWrite;
   };
 
-  // Opens (creating if needed) and migrates the database at `path`.
+  // Opens (creating if needed) and migrates the database at `path`
+  // (Options::access = kReadWrite), or opens it read-only (see above).
   static absl::StatusOr<std::unique_ptr<TrajectoryStore>> Open(const std::string& path,
                                                                Options options);
   static absl::StatusOr<std::unique_ptr<TrajectoryStore>> Open(const std::string& path) {
