@@ -1,0 +1,19 @@
+// gather, independent implementation (from prompt.md): on rank 0, block j of y's
+// rows = x of rank j; no output elsewhere.
+#include "pkforge/candidate.h"
+#include "../common/independent.h"
+
+extern "C" int pkf_run(pkf_context* ctx, const pkf_tensor* in, int32_t n_in, pkf_tensor* out,
+                       int32_t n_out, void* stream) {
+  (void)stream;
+  ind_inputs all[64];
+  int rc = ind_share(ctx, in, n_in, all);
+  if (rc != 0) return rc;
+  if (ctx->rank == 0 && n_out == 1) {
+    const pkf_dtype dt = out[0].dtype;
+    const int64_t chunk = ind_numel(&in[0]);
+    for (int32_t j = 0; j < ctx->world_size; ++j)
+      for (int64_t i = 0; i < chunk; ++i) ind_put(out[0].data, dt, j * chunk + i, ind_get(all[j].data[0], dt, i));
+  }
+  return ind_done(ctx);
+}
