@@ -3,7 +3,8 @@
 // server running (researchers analyse finished runs offline); without it they
 // ask a running orchestrator (ListJobs, GetTrajectory, AnalyzePlateau, see
 // cli/remote.h). Both paths print the same tables and JSON: remote answers
-// are converted to the storage records the offline path prints.
+// are converted to the storage records the offline path prints. --db opens
+// the file read-only and never migrates it (cli/offline.h).
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -15,6 +16,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "cli/commands.h"
+#include "cli/offline.h"
 #include "cli/remote.h"
 #include "common/clock.h"
 #include "common/status.h"
@@ -29,17 +31,6 @@ namespace {
 
 using storage::JobFilter;
 using storage::TrajectoryStore;
-
-absl::StatusOr<std::unique_ptr<TrajectoryStore>> OpenDb(const std::string& db) {
-  if (db.empty()) return absl::InvalidArgumentError("--db PATH is required");
-  // Opening migrates an older schema; a missing file must not be created by a
-  // read-only command, so check first.
-  std::ifstream probe(db);
-  if (!probe.good()) return absl::NotFoundError(absl::StrCat("database ", db, " does not exist"));
-  auto store = TrajectoryStore::Open(db);
-  if (!store.ok()) return Annotate(store.status(), "opening " + db);
-  return store;
-}
 
 std::string Fmt(const std::optional<double>& v, const char* fmt = "%.3f") {
   if (!v) return "-";

@@ -22,6 +22,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "cli/commands.h"
+#include "cli/offline.h"
 #include "common/grpc_status.h"
 #include "common/status.h"
 #include "fmt/format.h"
@@ -456,17 +457,27 @@ namespace {
 
 // --------------------------------------------------------------- show etc.
 
-int RunShow(const RemoteOptions& ro, const std::string& job_id, bool json,
-            const std::string& source_out) {
-  auto remote = Remote::Connect(ro);
-  if (!remote.ok()) return ReportStatus("show", remote.status());
+// A fetch of the trajectory `show` prints: from the orchestrator, or with
+// --db from the file, read-only (cli/offline.h).
+absl::StatusOr<v1::Trajectory> ShowTrajectory(const RemoteOptions& ro, const std::string& job_id,
+                                              const std::string& db) {
+  if (!db.empty()) return OfflineShowTrajectory(db, job_id);
+  ASSIGN_OR_RETURN(Remote remote, Remote::Connect(ro));
   v1::GetTrajectoryRequest req;
   req.set_job_id(job_id);
   req.set_include_sources(true);
   v1::Trajectory traj;
-  auto ctx = remote->Context();
-  grpc::Status st = remote->stub()->GetTrajectory(ctx.get(), req, &traj);
-  if (!st.ok()) return ReportStatus("show", RemoteError(*remote, st));
+  auto ctx = remote.Context();
+  grpc::Status st = remote.stub()->GetTrajectory(ctx.get(), req, &traj);
+  if (!st.ok()) return RemoteError(remote, st);
+  return traj;
+}
+
+int RunShow(const RemoteOptions& ro, const std::string& job_id, bool json,
+            const std::string& source_out, const std::string& db) {
+  absl::StatusOr<v1::Trajectory> fetched = ShowTrajectory(ro, job_id, db);
+  if (!fetched.ok()) return ReportStatus("show", fetched.status());
+  const v1::Trajectory& traj = *fetched;
   const v1::Job& job = traj.job();
   std::string source;
   for (const auto& c : traj.candidates()) {
@@ -636,7 +647,9 @@ void RegisterRemote(CLI::App& app, int* exit_code) {
     ro->Add(cmd);
     cmd->add_option("--source-out", *out, "Write the best candidate's source to this file");
     cmd->add_flag("--json", *json, "JSON output");
-    cmd->callback([=] { *exit_code = RunShow(*ro, *job, *json, *out); });
+    auto db = std::make_shared<std::string>();
+    cmd->add_option("--db", *db, "Trajectory database file (offline, no server, read-only)");
+    cmd->callback([=] { *exit_code = RunShow(*ro, *job, *json, *out, *db); });
   }
   {
     auto ro = std::make_shared<RemoteOptions>();
