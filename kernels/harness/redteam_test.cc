@@ -11,6 +11,7 @@
 // Benign controls must stay OK. README.md next to the candidates has the
 // table of what the judge catches today.
 #include <stdlib.h>
+#include <sys/stat.h>
 
 #include <cstdio>
 #include <initializer_list>
@@ -49,11 +50,17 @@ const Accept kWrong{Result::WRONG_OUTPUT, {}};
 const Accept kOk{Result::OK, {}};
 const Accept kTimeout{Result::TIMEOUT, {}};
 const Accept kRuntime{Result::RUNTIME_ERROR, {}};
+// CHEAT_DETECTED by any check (for attacks whose fix is not decided yet).
+const Accept kCheatAny{Result::CHEAT_DETECTED, {"*"}};
 
 std::string NewDir(const std::string& name) {
   std::string t = ::testing::TempDir() + "/redteam_" + name + "_XXXXXX";
   char* d = mkdtemp(t.data());
-  return d == nullptr ? "/tmp" : std::string(d);
+  if (d == nullptr) return "/tmp";
+  // Candidate ranks started by root drop to uid 65534 (containment.cc): they
+  // must still be able to record their processes and log here.
+  chmod(d, 0777);
+  return std::string(d);
 }
 
 // Runs one candidate and asserts its verdict.
@@ -90,7 +97,7 @@ void Expect(const std::string& name, std::vector<Accept> accept, const std::stri
       break;
     }
     for (const std::string& c : FailingChecks(r))
-      if (a.checks.count(c) != 0) ok = true;
+      if (a.checks.count(c) != 0 || a.checks.count("*") != 0) ok = true;
   }
   std::string wanted;
   for (const Accept& a : accept)
@@ -111,12 +118,19 @@ void Expect(const std::string& name, std::vector<Accept> accept, const std::stri
 
 #define RT(name, ...) \
   TEST(RedTeam, name) { Expect(#name, __VA_ARGS__); }
+// Attacks the judge misses today (kernels/testdata/redteam/README.md,
+// "Pending"): the verdict listed is the one the fixed judge must give, so
+// these fail until the judge is fixed. Run them alone with
+// --gtest_filter='RedTeamPending.*'.
+#define RT_PENDING(name, ...) \
+  TEST(RedTeamPending, name) { Expect(#name, __VA_ARGS__); }
 
 // ---- benign controls -------------------------------------------------------
 RT(control_naive, {kOk})
 RT(control_idle_helper_thread, {kOk})
 RT(control_private_thread, {kOk})
 RT(control_helper_pool, {kOk})
+RT(control_direct_peer_read, {kOk})
 
 // ---- reaching trusted processes (gated: outputs only if the attack worked) --
 RT(proc_fd_ref_segment, {kWrong})
@@ -204,6 +218,27 @@ RT(partial_write_in_batches, {Cheat({"timed_output_reverify", "poison_unwritten"
 RT(skip_some_calls, {Cheat({"timed_output_reverify", "poison_unwritten"})})
 RT(mutate_inputs_in_batches, {Cheat({"input_mutation", "timed_output_reverify"})})
 RT(mutate_peer_input, {kWrong, Cheat({"input_mutation", "timed_output_reverify"})})
+
+// ---- added 2026-12-04 15:00 session: held -------------------------------------------------
+// Seccomp filter entered through the i386 (int 0x80) and x32 ABIs (gated).
+RT(seccomp_foreign_abi, {kWrong})
+// Bytes that are not UTF-8 in a failing rank's stderr tail (a proto3 string):
+// the result must still be printed, with the candidate's own status.
+RT(invalid_utf8_stderr, {kRuntime})
+
+// ---- PENDING: attacks that won against the judge of 2026-12-04 15:00 ----------------
+// (helper-notes/redteam-findings.md has what each does and the root cause.)
+// Escaping the freeze: a helper process whose leader thread exited reads 'Z'
+// in /proc/<pid>/stat and is skipped by the judge's process listing.
+RT_PENDING(zombie_leader_hog, {Cheat({"frozen_while_idle", "outlived_call", "leftover_process"})})
+RT_PENDING(zombie_leader_starve_ref,
+           {Cheat({"frozen_while_idle", "outlived_call", "leftover_process"}), kTimeout})
+// Forging times: the harness's per-call barrier runs in the candidate's process.
+RT_PENDING(patch_harness_barrier, {kCheatAny, kRuntime})
+RT_PENDING(barrier_state_forge, {kCheatAny, kRuntime, kTimeout})
+// Taking CPUs the reference is not given: sched_setaffinity(0, every CPU)
+// passes the filter (gated on the wider CPU set; no measurable gain on 2 cores).
+RT_PENDING(affinity_escape, {kWrong, kCheatAny})
 
 // ---- output policy self-test, every problem ------------------------------------------------
 // All-zero outputs and outputs that repeat the rank's first input must be
