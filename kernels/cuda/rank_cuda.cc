@@ -186,7 +186,8 @@ class CudaRank {
         case kOpSetup: Setup(&rep); break;
         case kOpGen:
           for (uint32_t k = 0; k < cmd.count && rep.rc == 0; ++k)
-            Gen(cmd.SlotAt(k), BatchSeed(cmd.seed, k), (cmd.flags & kGenReferenceOnly) == 0, &rep);
+            Gen(cmd.SlotAt(k), BatchSeed(cmd.seed, k), (cmd.flags & kGenReferenceOnly) == 0,
+                /*finish=*/k + 1 == cmd.count, &rep);
           break;
         case kOpRun: Run(cmd.slot, &rep); break;
         case kOpBatch: Batch(cmd, &rep); break;
@@ -372,7 +373,9 @@ class CudaRank {
     return cudaStreamSynchronize(stream_);
   }
 
-  void Gen(int slot, uint64_t seed, bool candidate_too, Reply* rep) {
+  // `finish`: wait for the generation to complete (the last slot of a
+  // command; one wait per batch instead of one per slot).
+  void Gen(int slot, uint64_t seed, bool candidate_too, bool finish, Reply* rep) {
     if (candidate_too && !EnsureCandData(rep)) return;
     for (size_t i = 0; i < in_.size(); ++i) {
       const Placed& p = in_[i];
@@ -399,7 +402,7 @@ class CudaRank {
     // reference's) would start queued behind this work while the candidate's
     // starts on an idle GPU, and the two would not be measured alike
     // (measured on an H200: the reference then read 6-9 us slower).
-    Failed(rep, cudaStreamSynchronize(stream_), "generate (sync)");
+    if (finish) Failed(rep, cudaStreamSynchronize(stream_), "generate (sync)");
   }
 
   void Tensors(char* base, int slot, std::vector<pkf_tensor>* in, std::vector<pkf_tensor>* out) {

@@ -116,6 +116,25 @@ int64_t ThreadCpuNs(int pid, int tid) {
   return ticks * (1'000'000'000 / sysconf(_SC_CLK_TCK));
 }
 
+int64_t ProcessRunDelayNs(int pid) {
+  int64_t sum = 0;
+  bool any = false;
+  for (int tid : ThreadIds(pid)) {
+    const std::string s = ReadSmallFile(fmt::format("/proc/{}/task/{}/schedstat", pid, tid));
+    // "<on-cpu ns> <run-queue wait ns> <timeslices>"
+    const char* p = s.c_str();
+    char* end = nullptr;
+    std::strtoll(p, &end, 10);
+    if (end == p) continue;
+    p = end;
+    const long long wait = std::strtoll(p, &end, 10);
+    if (end == p) continue;
+    sum += wait;
+    any = true;
+  }
+  return any ? sum : -1;
+}
+
 absl::Status MakeNonDumpable() {
   if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0)
     return absl::InternalError(fmt::format("prctl(PR_SET_DUMPABLE, 0): {}", strerror(errno)));

@@ -109,5 +109,8 @@ char ThreadState(int pid, int tid);
 // CPU time of a thread in ns (schedstat, or stat's utime+stime); -1 if gone.
 int64_t ThreadCpuNs(int pid, int tid);
 std::vector<int> ThreadIds(int pid);
+// Time the threads of a process spent runnable but waiting for a CPU, in ns
+// (schedstat's run_delay, summed over its threads); -1 when unavailable.
+int64_t ProcessRunDelayNs(int pid);
 
 }  // namespace pkforge::kernels

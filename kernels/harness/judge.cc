@@ -56,14 +56,47 @@ constexpr int64_t kFreezeLimitNs = 2'000'000'000;
 // Wall time one timed batch aims at: long against the judge's own round
 // trip (tens of us), short against the evaluation budget.
 // PKFORGE_BATCH_TARGET_US overrides it for measurements.
-int64_t BatchTargetNs() {
-  static const int64_t ns = [] {
+// cuda aims at 5 ms: the fixed per-batch costs that differ between the sides
+// (see the set count in Run()) then weigh ~2%; host batches stay at 2 ms
+// (CPU timings are for development; shorter evaluations).
+int64_t BatchTargetNs(bool cuda) {
+  static const int64_t env_ns = [] {
     const char* v = std::getenv("PKFORGE_BATCH_TARGET_US");
-    if (v == nullptr || *v == '\0') return int64_t{2'000'000};
+    if (v == nullptr || *v == '\0') return int64_t{0};
     const long long us = std::strtoll(v, nullptr, 10);
-    return us >= 1 && us <= 1'000'000 ? static_cast<int64_t>(us) * 1000 : int64_t{2'000'000};
+    return us >= 1 && us <= 1'000'000 ? static_cast<int64_t>(us) * 1000 : int64_t{0};
   }();
-  return ns;
+  if (env_ns > 0) return env_ns;
+  return cuda ? 5'000'000 : 2'000'000;
+}
+
+// cuda: device memory the timing input sets of one side of one rank may take
+// (default 3 GiB: with the snapshots, MaxBatch(), ~8 GiB per GPU, meant for
+// data-centre GPUs of 80 GB and more; PKFORGE_SET_BUDGET_MB=0 keeps only the
+// cache rule, for measurements and smaller GPUs).
+int64_t SetBudgetBytes() {
+  static const int64_t bytes = [] {
+    const char* v = std::getenv("PKFORGE_SET_BUDGET_MB");
+    if (v == nullptr || *v == '\0') return int64_t{3} << 30;
+    const long long mb = std::strtoll(v, nullptr, 10);
+    return mb >= 0 && mb <= (1 << 20) ? static_cast<int64_t>(mb) << 20 : int64_t{3} << 30;
+  }();
+  return bytes;
+}
+
+// Run-queue wait (schedstat) of each process so far, ns; -1 where unknown.
+template <typename Procs>
+std::vector<int64_t> RunDelays(const Procs& procs) {
+  std::vector<int64_t> v;
+  for (const auto* p : procs) v.push_back(ProcessRunDelayNs(p->pid));
+  return v;
+}
+// Largest growth of one process's run-queue wait between two readings.
+int64_t MaxGrowth(const std::vector<int64_t>& before, const std::vector<int64_t>& after) {
+  int64_t m = 0;
+  for (size_t i = 0; i < before.size() && i < after.size(); ++i)
+    if (before[i] >= 0 && after[i] >= before[i]) m = std::max(m, after[i] - before[i]);
+  return m;
 }
 
 std::string SideName(bool ref) { return ref ? "reference" : "candidate"; }
@@ -258,6 +291,9 @@ class Judge {
   // Timing samples, us per call: official (the judge's clock) and what the
   // rank processes reported (max over ranks; a cross-check only).
   std::vector<double> ref_us_, cand_us_, ref_rep_us_, cand_rep_us_;
+  // Candidate per-call times less the time its rank threads waited for a CPU
+  // (cross-check only, never an official time).
+  std::vector<double> cand_unqueued_us_;
   std::string rank_exe_;  // what rank processes exec (the worker itself, or pkforge-cuda-rank)
   CudaDeviceInfo cuda_;
   int window_violations_ = 0;
@@ -1022,15 +1058,22 @@ bool Judge::Timing() {
     cap = std::min(cap, MaxBatch(out));
   }
   cap = std::max(cap, 1u);
-  batch_ = static_cast<uint32_t>(std::clamp<double>(std::ceil(BatchTargetNs() / 1e3 / per_call_us),
+  batch_ = static_cast<uint32_t>(std::clamp<double>(std::ceil(BatchTargetNs(Cuda()) / 1e3 / per_call_us),
                                                     std::min(16u, cap), cap));
 
   // --iters counts timed calls per side in spirit; a batch holds B >= 16 of
   // them, so half as many batches (at least 6) give as many samples as
   // statistics need at a fraction of the rounds; warm-up: at most 2 batches.
-  const int batches = std::max(6, (o_.iters + 1) / 2);
+  // Long batches (cuda, short calls) need fewer of them: about as many
+  // timed calls per side as 32 x --iters, between 6 and (iters + 1) / 2
+  // batches.
+  const int most = std::max(6, (o_.iters + 1) / 2);
+  const int batches = std::clamp(
+      static_cast<int>((int64_t{32} * o_.iters + batch_ - 1) / std::max<uint32_t>(batch_, 1)), 6,
+      most);
   const int warm = std::min(o_.warmup, 2);
   uint32_t next = 0;
+  std::vector<double> ref_walls, cand_walls, cand_waits;  // us per timed batch
   for (int j = -warm; j < batches; ++j) {
     const bool timed = j >= 0;
     const Cmd batch{kMagic, kOpBatch, next, batch_, static_cast<uint32_t>(sets_), 0, 0};
@@ -1066,6 +1109,7 @@ bool Judge::Timing() {
       for (const Reply& x : rs) m = std::max(m, x.t1_ns - x.t0_ns);
       return m / 1e3;
     };
+    double cand_wait = 0;
     for (int k = 0; k < 2; ++k) {
       int64_t wall = 0;
       if (Cuda() && !RoundCmd(refs_, sw, ph, &r)) return false;
@@ -1074,9 +1118,18 @@ bool Judge::Timing() {
         ref_wall = wall / 1e3;
         ref_rep = span(r);
       } else {
+        // Waits for a CPU, of the candidate's rank threads and of the judge
+        // itself (while it waits, it neither reads replies nor stops ranks).
+        const std::vector<int64_t> wait0 = RunDelays(cands_);
+        const int64_t judge_wait0 = ProcessRunDelayNs(getpid());
         if (!CandRound(batch, ph, &r, &wall)) return false;
         cand_wall = wall / 1e3;
         cand_rep = span(r);
+        const int64_t judge_wait1 = ProcessRunDelayNs(getpid());
+        cand_wait = (MaxGrowth(wait0, RunDelays(cands_)) +
+                     (judge_wait0 >= 0 && judge_wait1 >= judge_wait0 ? judge_wait1 - judge_wait0
+                                                                     : 0)) /
+                    1e3;
         // At once, while the candidate is frozen: what its calls left in the
         // outputs when it declared them complete.
         Cmd snap = batch;
@@ -1088,12 +1141,32 @@ bool Judge::Timing() {
       }
     }
     if (!CheckBatch(batch, j, ph, true)) return false;
+    // One more empty round trip per batch: the smallest over the whole phase
+    // is subtracted, so a host that was busy while the first probes ran
+    // does not inflate it (seen on a loaded 2-core machine: 7 ms).
+    {
+      int64_t wall = 0;
+      const Cmd probe{kMagic, Cuda() ? kOpIdle : kOpSync, 0, 1, 0, 0, 0};
+      if (Cuda() && !RoundCmd(refs_, sw, ph, &r)) return false;
+      if (!RefTimedRound(probe, ph, &r, &wall)) return false;
+      o = std::min(o, wall / 1e3);
+    }
     if (!timed) continue;
-    const double n = batch_;
-    ref_us_.push_back(std::max(ref_wall - o, 0.0) / n);
-    cand_us_.push_back(std::max(cand_wall - o, 0.0) / n);
-    ref_rep_us_.push_back(ref_rep / n);   // the ranks' own view (cross-check)
-    cand_rep_us_.push_back(cand_rep / n);
+    ref_walls.push_back(ref_wall);
+    cand_walls.push_back(cand_wall);
+    cand_waits.push_back(cand_wait);
+    ref_rep_us_.push_back(ref_rep / batch_);   // the ranks' own view (cross-check)
+    cand_rep_us_.push_back(cand_rep / batch_);
+  }
+  overhead_us_ = o;
+  const double n = batch_;
+  for (size_t i = 0; i < ref_walls.size(); ++i) {
+    ref_us_.push_back(std::max(ref_walls[i] - o, 0.0) / n);
+    cand_us_.push_back(std::max(cand_walls[i] - o, 0.0) / n);
+    // Only for the cross-check with what the candidate ranks report: the
+    // time their threads waited for a CPU while runnable (other load on the
+    // host) is time no code of theirs ran, so no account of theirs covers it.
+    cand_unqueued_us_.push_back(std::max(cand_walls[i] - o - cand_waits[i], 0.0) / n);
   }
   if (!OutlivedCheck(static_cast<int>((next + sets_ - 1) % sets_), ph, "after the last timed batch"))
     return false;
@@ -1199,16 +1272,21 @@ void Judge::Finish() {
                                       window_violations_, window_detail_);
     AddCheck("wallclock_crosscheck", false, false, d);
     End(Result::CHEAT_DETECTED, "wallclock_crosscheck: " + d);
-  } else if (ref.min > 0 && ref_rep >= 0.8 * ref.min && cand_rep < 0.5 * cand.min &&
-             cand.min - cand_rep > 5.0) {
+  } else if (const double cand_min = cand_unqueued_us_.empty()
+                                         ? cand.min
+                                         : *std::min_element(cand_unqueued_us_.begin(),
+                                                             cand_unqueued_us_.end());
+             ref.min > 0 && ref_rep >= 0.8 * ref.min && cand_rep < 0.5 * cand_min &&
+             cand_min - cand_rep > 5.0) {
     // Where the reference's own account covers most of the judge's time, a
     // candidate whose account covers less than half of its own least
     // disturbed batch (noise only ever adds to the judge's time) claims time
     // it did not spend: it rewrote its timing state or its CUDA runtime.
     const std::string d = fmt::format(
-        "candidate reports {:.1f} us per call but the judge measured at least {:.1f} us (the "
-        "reference reports {:.1f} us of at least {:.1f} us)",
-        cand_rep, cand.min, ref_rep, ref.min);
+        "candidate reports {:.1f} us per call but the judge measured at least {:.1f} us while "
+        "its threads held a CPU or did not ask for one (the reference reports {:.1f} us of at "
+        "least {:.1f} us)",
+        cand_rep, cand_min, ref_rep, ref.min);
     AddCheck("wallclock_crosscheck", false, false, d);
     End(Result::CHEAT_DETECTED, "wallclock_crosscheck: " + d);
   } else {
@@ -1334,6 +1412,18 @@ absl::StatusOr<Result> Judge::Evaluate() {
     one.slot_bytes = std::max<int64_t>(one.max_rank_bytes, 1);
   }
   sets_ = static_cast<int>(std::clamp<int64_t>((3 * llc + one.slot_bytes - 1) / std::max<int64_t>(one.slot_bytes, 1), 2, kMaxInputSets));
+  if (Cuda()) {
+    // More sets than the cache rule needs, so that a timed batch of short
+    // calls can be long: every batch pays a few fixed costs that differ
+    // between the sides (the candidate wakes from a stop of milliseconds,
+    // the reference from one of microseconds; ~90 us per batch measured on
+    // the H200), which weigh ~20% on a batch of 45 calls of 6 us and ~2% on
+    // one of 5 ms. Bounded by device memory (SetBudgetBytes() per side and
+    // rank) and by MaxBatch().
+    const int64_t by_memory = SetBudgetBytes() / std::max<int64_t>(one.slot_bytes, 1);
+    sets_ = static_cast<int>(
+        std::clamp<int64_t>(std::max<int64_t>(sets_, by_memory), 2, kMaxBatchCalls));
+  }
   layout_ = MakeLayout(*problem_, dims_, o_.world_size, dtype_, sets_ + o_.trials);
   scratch_bytes_ = static_cast<uint64_t>(std::max<int64_t>(1 << 20, 2 * layout_.max_rank_bytes + 4096));
   scratch_bytes_ = (scratch_bytes_ + 4095) / 4096 * 4096;

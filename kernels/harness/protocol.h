@@ -44,13 +44,14 @@ enum Op : uint32_t {
 };
 
 // Most calls in one timed batch for a rank whose outputs take out_bytes: the
-// reference rank keeps a snapshot of every call's outputs (<= 1 GiB in all,
+// reference rank keeps a snapshot of every call's outputs (<= 2 GiB in all,
 // allocated in its setup, before any candidate code runs). Judge and ranks
 // compute it alike.
+inline constexpr int64_t kMaxBatchCalls = 1024;
 inline uint32_t MaxBatch(int64_t out_bytes) {
   const int64_t per = out_bytes > 256 ? out_bytes : 256;
-  const int64_t n = (int64_t{1} << 30) / per;
-  return static_cast<uint32_t>(n < 1 ? 1 : n > 64 ? 64 : n);
+  const int64_t n = (int64_t{2} << 30) / per;
+  return static_cast<uint32_t>(n < 1 ? 1 : n > kMaxBatchCalls ? kMaxBatchCalls : n);
 }
 
 // rc of a reply that reports a failure of the harness itself (not the candidate).
