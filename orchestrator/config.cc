@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "common/status.h"
+#include "orchestrator/discovery.h"
 #include "fmt/format.h"
 #include "nlohmann/json.hpp"
 
@@ -140,6 +141,9 @@ absl::StatusOr<OrchestratorConfig> LoadConfigFile(const std::string& path,
     PKF_FIELD(listen)
     PKF_FIELD(db)
     PKF_FIELD(executor_token_file)
+    PKF_FIELD(executors_file)
+    PKF_FIELD(discovery_interval_s)
+    PKF_FIELD(executor_tls_ca_file)
     PKF_FIELD(token_file)
     PKF_FIELD(tls_cert)
     PKF_FIELD(tls_key)
@@ -265,10 +269,10 @@ absl::Status ValidateConfig(const OrchestratorConfig& c) {
     return Bad("tls_cert", "tls_cert and tls_key go together");
   }
   for (const auto& e : c.executors) {
-    if (e.address.find(':') == std::string::npos) {
-      return Bad("executors", fmt::format("'{}': expected HOST:PORT", e.address));
-    }
+    auto t = ParseExecutorTarget(e.address);
+    if (!t.ok()) return Bad("executors", std::string(t.status().message()));
   }
+  if (!(c.discovery_interval_s > 0)) return Bad("discovery_interval_s", "must be > 0");
   return absl::OkStatus();
 }
 

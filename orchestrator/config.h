@@ -41,7 +41,9 @@ absl::Status CheckProviderUse(const LlmProvider& provider, const std::string& mo
                               const std::string& client_key);
 
 struct ExecutorEndpoint {
-  std::string address;     // HOST:PORT
+  // HOST:PORT (one executor) or dns:///NAME:PORT (one per address of NAME,
+  // followed as it changes; orchestrator/discovery.h).
+  std::string address;
   std::string token_file;  // bearer token for this executor; "" = executor_token_file
   bool tls = false;        // TLS to this executor (system roots or tls_ca_file)
   std::string tls_ca_file;
@@ -51,6 +53,14 @@ struct OrchestratorConfig {
   std::string listen = "127.0.0.1:50061";
   std::string db = "pkforge-data/trajectory.db";
   std::vector<ExecutorEndpoint> executors;
+  // One executor target per line ('#' comments), re-read on SIGHUP and when
+  // it changes; its targets get executor_token_file and executor_tls_ca_file.
+  std::string executors_file;
+  // How often dns targets are re-resolved and executors_file is checked.
+  double discovery_interval_s = 5;
+  // TLS to executors, trusting this CA, for every executor without tls and
+  // tls_ca_file of its own (--executor, string entries, executors_file).
+  std::string executor_tls_ca_file;
   std::vector<LlmProvider> providers;  // the only LLM endpoints and keys jobs may use
   // Replay jobs may read candidates from files only under this directory
   // (resolved, symlinks included); "" = replay sources only inline in the

@@ -6,8 +6,13 @@
 #include <grpcpp/security/credentials.h>
 #include <grpcpp/support/byte_buffer.h>
 
+#include <sys/stat.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
+#include <cstring>
+#include <set>
 #include <fstream>
 #include <future>
 #include <sstream>
@@ -22,7 +27,8 @@
 namespace pkforge::orchestrator {
 
 struct ExecutorPool::Executor {
-  ExecutorEndpoint endpoint;
+  ExecutorEndpoint endpoint;  // address: the one dialled (a dns target's resolved HOST:PORT)
+  std::string target;         // the target it came from (== address unless dns)
   std::string token;  // "" = none
   std::shared_ptr<grpc::Channel> channel;
   std::unique_ptr<v1::Executor::Stub> stub;
@@ -37,6 +43,13 @@ struct ExecutorPool::Executor {
   int64_t completed = 0;
   v1::DeviceInfo device;
   std::vector<v1::ProblemInfo> problems;
+  bool draining = false;  // no longer listed: no new evaluations, removed when idle
+};
+
+struct ExecutorPool::Wanted {
+  ExecutorEndpoint endpoint;
+  std::string target;
+  std::string tls_name;  // dns: verify the certificate against the resolved name
 };
 
 namespace {
@@ -81,40 +94,200 @@ bool HasBackend(const google::protobuf::RepeatedField<int>& backends, v1::Backen
 
 absl::StatusOr<std::unique_ptr<ExecutorPool>> ExecutorPool::Create(Options options) {
   std::unique_ptr<ExecutorPool> pool(new ExecutorPool(std::move(options)));
-  std::string default_token;
-  if (!pool->options_.default_token_file.empty()) {
-    ASSIGN_OR_RETURN(default_token, ReadSecretFile(pool->options_.default_token_file));
-    RegisterSecret(default_token);
+  Options& o = pool->options_;
+  if (!o.resolver) o.resolver = SystemResolver();
+  if (!o.default_token_file.empty()) {
+    ASSIGN_OR_RETURN(pool->default_token_, ReadSecretFile(o.default_token_file));
+    RegisterSecret(pool->default_token_);
   }
-  for (const auto& ep : pool->options_.executors) {
-    auto e = std::make_unique<Executor>();
-    e->endpoint = ep;
-    e->token = default_token;
-    if (!ep.token_file.empty()) {
-      ASSIGN_OR_RETURN(e->token, ReadSecretFile(ep.token_file));
-      RegisterSecret(e->token);
-    }
-    std::shared_ptr<grpc::ChannelCredentials> creds = grpc::InsecureChannelCredentials();
-    if (ep.tls) {
-      grpc::SslCredentialsOptions ssl;
-      if (!ep.tls_ca_file.empty()) {
-        ASSIGN_OR_RETURN(ssl.pem_root_certs, ReadFile(ep.tls_ca_file));
-      }
-      creds = grpc::SslCredentials(ssl);
-    }
-    grpc::ChannelArguments args;
-    // A restarted executor must be picked up within a health interval, not
-    // after gRPC's default reconnect backoff (up to two minutes).
-    args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 200);
-    args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 200);
-    args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
-    args.SetMaxReceiveMessageSize(64 << 20);
-    e->channel = grpc::CreateCustomChannel(ep.address, creds, args);
-    e->stub = v1::Executor::NewStub(e->channel);
-    e->generic = std::make_unique<grpc::GenericStub>(e->channel);
-    pool->executors_.push_back(std::move(e));
+  for (const auto& ep : o.executors) {
+    ASSIGN_OR_RETURN(ExecutorTarget t, ParseExecutorTarget(ep.address));
+    if (t.dns) pool->dynamic_ = true;
   }
+  if (!o.executors_file.empty()) pool->dynamic_ = true;
+  // At start every executor that can be created must be (a missing token or
+  // CA is a configuration error); names that do not resolve yet are not.
+  absl::Status create_error;
+  absl::Status s = pool->RefreshImpl(true, &create_error);
+  RETURN_IF_ERROR(create_error);
+  if (!s.ok() && !o.executors_file.empty() && pool->file_mtime_ns_ < 0) return s;
+  if (!s.ok()) spdlog::warn("executors: {}", std::string(s.message()));
   return pool;
+}
+
+absl::StatusOr<ExecutorPool::ExecutorPtr> ExecutorPool::MakeExecutor(const Wanted& w) const {
+  const ExecutorEndpoint& ep = w.endpoint;
+  auto e = std::make_shared<Executor>();
+  e->endpoint = ep;
+  e->target = w.target;
+  e->token = default_token_;
+  if (!ep.token_file.empty()) {
+    ASSIGN_OR_RETURN(e->token, ReadSecretFile(ep.token_file));
+    RegisterSecret(e->token);
+  }
+  std::shared_ptr<grpc::ChannelCredentials> creds = grpc::InsecureChannelCredentials();
+  grpc::ChannelArguments args;
+  if (ep.tls) {
+    grpc::SslCredentialsOptions ssl;
+    if (!ep.tls_ca_file.empty()) {
+      ASSIGN_OR_RETURN(ssl.pem_root_certs, ReadFile(ep.tls_ca_file));
+    }
+    creds = grpc::SslCredentials(ssl);
+    // Dialled by address, verified by the name that was resolved.
+    if (!w.tls_name.empty()) args.SetSslTargetNameOverride(w.tls_name);
+  }
+  // A restarted executor must be picked up within a health interval, not
+  // after gRPC's default reconnect backoff (up to two minutes).
+  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 200);
+  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 200);
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
+  args.SetMaxReceiveMessageSize(64 << 20);
+  e->channel = grpc::CreateCustomChannel(ep.address, creds, args);
+  e->stub = v1::Executor::NewStub(e->channel);
+  e->generic = std::make_unique<grpc::GenericStub>(e->channel);
+  return e;
+}
+
+absl::Status ExecutorPool::Refresh(bool force_file_read) {
+  return RefreshImpl(force_file_read, nullptr);
+}
+
+absl::Status ExecutorPool::RefreshImpl(bool force_file_read, absl::Status* create_error) {
+  std::lock_guard refresh(refresh_mu_);
+  absl::Status first;
+  auto note = [&first](const absl::Status& s) {
+    if (first.ok() && !s.ok()) first = s;
+  };
+
+  // 1. The executors file, when asked or changed; on any error the previous
+  //    targets stay (a half-written file never empties the pool).
+  const std::string& path = options_.executors_file;
+  if (!path.empty()) {
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0) {
+      note(absl::NotFoundError(fmt::format("executors file {}: cannot read ({}); keeping its {} "
+                                           "previous target(s)",
+                                           path, std::strerror(errno), file_targets_.size())));
+    } else {
+      const int64_t mtime_ns = int64_t{st.st_mtim.tv_sec} * 1'000'000'000 + st.st_mtim.tv_nsec;
+      if (force_file_read || mtime_ns != file_mtime_ns_ || st.st_size != file_size_) {
+        auto targets = ReadExecutorsFile(path);
+        if (targets.ok()) {
+          if (*targets != file_targets_ || file_mtime_ns_ < 0) {
+            spdlog::info("executors file {}: {} target(s)", path, targets->size());
+          }
+          file_targets_ = std::move(*targets);
+          file_mtime_ns_ = mtime_ns;
+          file_size_ = st.st_size;
+        } else {
+          note(absl::Status(targets.status().code(),
+                            fmt::format("{} (keeping the {} previous target(s))",
+                                        std::string(targets.status().message()),
+                                        file_targets_.size())));
+        }
+      }
+    }
+  }
+
+  // 2. What should exist: one executor per static target and per address of
+  //    each dns target. Targets whose name failed to resolve for a
+  //    temporary reason keep their executors.
+  std::vector<Wanted> wanted;
+  std::set<std::string> keep_targets;
+  std::vector<std::string> resolve_errors;
+  auto expand = [&](const ExecutorEndpoint& ep) {
+    auto t = ParseExecutorTarget(ep.address);
+    if (!t.ok()) return note(t.status());
+    if (!t->dns) {
+      wanted.push_back(Wanted{ep, ep.address, ""});
+      return;
+    }
+    auto ips = options_.resolver->Resolve(t->host);
+    if (!ips.ok()) {
+      if (!absl::IsNotFound(ips.status())) keep_targets.insert(ep.address);
+      resolve_errors.push_back(fmt::format("{}: {}{}", ep.address, std::string(ips.status().message()),
+                                           absl::IsNotFound(ips.status())
+                                               ? " (no executor behind it)"
+                                               : " (keeping its executors)"));
+      note(absl::Status(ips.status().code(), resolve_errors.back()));
+      return;
+    }
+    for (const auto& ip : *ips) {
+      Wanted w{ep, ep.address, t->host};
+      w.endpoint.address = JoinHostPort(ip, t->port);
+      wanted.push_back(std::move(w));
+    }
+  };
+  for (const auto& ep : options_.executors) expand(ep);
+  for (const auto& target : file_targets_) {
+    ExecutorEndpoint ep = options_.file_defaults;
+    ep.address = target;
+    expand(ep);
+  }
+  if (resolve_errors != resolve_errors_) {
+    for (const auto& e : resolve_errors) spdlog::warn("executor discovery: {}", e);
+    resolve_errors_ = resolve_errors;
+  }
+
+  // 3. Create the new executors outside the pool's lock (files, channels).
+  std::set<std::string> present, listed;
+  {
+    std::lock_guard lock(mu_);
+    for (const auto& e : executors_) present.insert(e->endpoint.address);
+  }
+  std::vector<ExecutorPtr> added;
+  for (const auto& w : wanted) {
+    if (!listed.insert(w.endpoint.address).second || present.count(w.endpoint.address)) continue;
+    auto e = MakeExecutor(w);
+    if (!e.ok()) {
+      absl::Status err = Annotate(e.status(), "executor " + w.endpoint.address);
+      spdlog::error("{}", std::string(err.message()));
+      if (create_error != nullptr && create_error->ok()) *create_error = err;
+      note(err);
+      continue;
+    }
+    added.push_back(std::move(*e));
+  }
+
+  // 4. Apply: drain what is no longer listed, take back what is listed
+  //    again, add the new ones.
+  {
+    std::lock_guard lock(mu_);
+    for (const auto& e : executors_) {
+      const bool want = listed.count(e->endpoint.address) || keep_targets.count(e->target);
+      if (want && e->draining) {
+        e->draining = false;
+        spdlog::info("executor {} is listed again by {}", e->endpoint.address, e->target);
+      } else if (!want && !e->draining) {
+        e->draining = true;
+        spdlog::info("executor {} left ({} no longer lists it): draining, {} evaluation(s) in "
+                     "flight",
+                     e->endpoint.address, e->target, e->in_flight);
+      }
+    }
+    ReapDrainedLocked();
+    for (auto& e : added) {
+      if (e->target != e->endpoint.address || dynamic_) {
+        spdlog::info("executor {} joined (from {})", e->endpoint.address, e->target);
+      }
+      executors_.push_back(std::move(e));
+    }
+    if (!added.empty()) recheck_ = true;
+  }
+  wake_cv_.notify_all();
+  health_cv_.notify_all();
+  return first;
+}
+
+void ExecutorPool::ReapDrainedLocked() {
+  executors_.erase(std::remove_if(executors_.begin(), executors_.end(),
+                                  [](const ExecutorPtr& e) {
+                                    if (!e->draining || e->in_flight > 0) return false;
+                                    spdlog::info("executor {} removed (drained)",
+                                                 e->endpoint.address);
+                                    return true;
+                                  }),
+                   executors_.end());
 }
 
 ExecutorPool::ExecutorPool(Options options) : options_(std::move(options)) {}
@@ -139,21 +312,42 @@ void ExecutorPool::Stop() {
 }
 
 void ExecutorPool::HealthLoop() {
+  using Steady = std::chrono::steady_clock;
+  auto after = [](double s) {
+    return Steady::now() + std::chrono::microseconds(static_cast<int64_t>(s * 1e6));
+  };
+  Steady::time_point next_health = after(options_.health_interval_s);
+  Steady::time_point next_discovery = after(options_.discovery_interval_s);
   std::unique_lock lock(mu_);
   while (!stopping_) {
-    wake_cv_.wait_for(lock, std::chrono::microseconds(
-                                static_cast<int64_t>(options_.health_interval_s * 1e6)),
-                      [this] { return stopping_ || recheck_; });
+    const Steady::time_point until =
+        dynamic_ ? std::min(next_health, next_discovery) : next_health;
+    wake_cv_.wait_until(lock, until, [this] { return stopping_ || recheck_; });
     if (stopping_) break;
+    const Steady::time_point now = Steady::now();
+    const bool discover = dynamic_ && now >= next_discovery;
+    const bool health = recheck_ || now >= next_health;
     recheck_ = false;
     lock.unlock();
-    CheckNow();
+    if (discover) {
+      (void)Refresh(false);  // logs what changed and what failed
+      next_discovery = after(options_.discovery_interval_s);
+    }
+    if (health) {
+      CheckNow();
+      next_health = after(options_.health_interval_s);
+    }
     lock.lock();
   }
 }
 
 void ExecutorPool::CheckNow() {
-  for (auto& e : executors_) CheckOne(*e);
+  std::vector<ExecutorPtr> snapshot;
+  {
+    std::lock_guard lock(mu_);
+    snapshot = executors_;
+  }
+  for (auto& e : snapshot) CheckOne(*e);
   health_cv_.notify_all();
 }
 
@@ -241,7 +435,9 @@ std::vector<v1::ExecutorStatus> ExecutorPool::List() const {
     v1::ExecutorStatus s;
     s.set_address(e->endpoint.address);
     s.set_healthy(e->healthy);
-    s.set_last_error(e->last_error);
+    s.set_last_error(e->draining ? fmt::format("draining: {} no longer lists it{}{}", e->target,
+                                               e->last_error.empty() ? "" : "; ", e->last_error)
+                                 : e->last_error);
     s.set_last_seen_wall_us(e->last_seen_wall_us);
     s.set_in_flight(e->in_flight);
     s.set_completed(e->completed);
@@ -262,7 +458,7 @@ std::vector<v1::ProblemInfo> ExecutorPool::Problems() const {
   std::lock_guard lock(mu_);
   std::vector<v1::ProblemInfo> out;
   for (const auto& e : executors_) {
-    if (!e->healthy) continue;
+    if (!e->healthy || e->draining) continue;
     for (const auto& p : e->problems) {
       auto it = std::find_if(out.begin(), out.end(),
                              [&](const v1::ProblemInfo& q) { return q.name() == p.name(); });
@@ -285,7 +481,7 @@ std::vector<v1::ProblemInfo> ExecutorPool::Problems() const {
 
 bool ExecutorPool::CanRunLocked(const Executor& e, v1::Backend backend, const std::string& problem,
                                 int32_t world_size) const {
-  if (!e.healthy) return false;
+  if (!e.healthy || e.draining) return false;
   if (e.device.backends_size() > 0 && !HasBackend(e.device.backends(), backend)) return false;
   if (backend == v1::BACKEND_CUDA && e.device.usable_gpus() < world_size) return false;
   for (const auto& p : e.problems) {
@@ -298,17 +494,17 @@ bool ExecutorPool::CanRunLocked(const Executor& e, v1::Backend backend, const st
   return false;
 }
 
-int ExecutorPool::PickLocked(v1::Backend backend, const std::string& problem, int32_t world_size,
-                             const std::vector<int>& exclude) const {
-  int best = -1;
-  const int n = static_cast<int>(executors_.size());
+ExecutorPool::ExecutorPtr ExecutorPool::PickLocked(v1::Backend backend,
+                                                  const std::string& problem, int32_t world_size,
+                                                  const std::vector<ExecutorPtr>& exclude) const {
+  ExecutorPtr best;
+  const size_t n = executors_.size();
   // Start at a rotating offset so ties spread over executors.
-  for (int k = 0; k < n; ++k) {
-    const int i = static_cast<int>((round_robin_ + k) % n);
-    if (std::find(exclude.begin(), exclude.end(), i) != exclude.end()) continue;
-    const Executor& e = *executors_[i];
-    if (!CanRunLocked(e, backend, problem, world_size)) continue;
-    if (best < 0 || e.in_flight < executors_[best]->in_flight) best = i;
+  for (size_t k = 0; k < n; ++k) {
+    const ExecutorPtr& e = executors_[(round_robin_ + k) % n];
+    if (std::find(exclude.begin(), exclude.end(), e) != exclude.end()) continue;
+    if (!CanRunLocked(*e, backend, problem, world_size)) continue;
+    if (!best || e->in_flight < best->in_flight) best = e;
   }
   return best;
 }
@@ -317,7 +513,7 @@ absl::Status ExecutorPool::CheckRunnable(const v1::JobSpec& spec) const {
   std::lock_guard lock(mu_);
   bool any_healthy = false, problem_known = false, backend_ok = false, size_ok = false;
   for (const auto& e : executors_) {
-    if (!e->healthy) continue;
+    if (!e->healthy || e->draining) continue;
     any_healthy = true;
     for (const auto& p : e->problems) {
       if (p.name() != spec.problem()) continue;
@@ -332,7 +528,8 @@ absl::Status ExecutorPool::CheckRunnable(const v1::JobSpec& spec) const {
   }
   if (!any_healthy) {
     return absl::UnavailableError(
-        executors_.empty() ? "no executor is configured (--executor HOST:PORT)"
+        executors_.empty() ? "no executor is configured or discovered (--executor HOST:PORT, "
+                             "--executor dns:///NAME:PORT, --executors-file)"
                            : "no executor is healthy; see ListExecutors");
   }
   if (!problem_known) {
@@ -354,19 +551,19 @@ absl::Status ExecutorPool::CheckRunnable(const v1::JobSpec& spec) const {
 }
 
 absl::StatusOr<v1::ProblemInfo> ExecutorPool::DescribeProblem(const v1::JobSpec& spec) const {
-  std::vector<int> tried;
+  std::vector<ExecutorPtr> tried;
   absl::Status last = absl::UnavailableError(
       fmt::format("no healthy executor can run '{}' on {} with world size {}", spec.problem(),
                   BackendName(spec.backend()), spec.world_size()));
   while (true) {
-    int i;
+    ExecutorPtr picked;
     {
       std::lock_guard lock(mu_);
-      i = PickLocked(spec.backend(), spec.problem(), spec.world_size(), tried);
+      picked = PickLocked(spec.backend(), spec.problem(), spec.world_size(), tried);
     }
-    if (i < 0) return last;
-    tried.push_back(i);
-    const Executor& e = *executors_[i];
+    if (!picked) return last;
+    tried.push_back(picked);
+    const Executor& e = *picked;
     v1::ListProblemsRequest req;
     req.set_world_size(spec.world_size());
     req.set_dtype(spec.dtype());
@@ -395,9 +592,9 @@ absl::StatusOr<v1::ProblemInfo> ExecutorPool::DescribeProblem(const v1::JobSpec&
 
 absl::StatusOr<v1::DeviceInfo> ExecutorPool::DeviceFor(const v1::JobSpec& spec) const {
   std::lock_guard lock(mu_);
-  int i = PickLocked(spec.backend(), spec.problem(), spec.world_size(), {});
-  if (i < 0) return absl::UnavailableError("no healthy executor can run the job");
-  return executors_[i]->device;
+  ExecutorPtr e = PickLocked(spec.backend(), spec.problem(), spec.world_size(), {});
+  if (!e) return absl::UnavailableError("no healthy executor can run the job");
+  return e->device;
 }
 
 std::string ExecutorPool::NoExecutorReasonLocked(v1::Backend backend, const std::string& problem,
@@ -407,7 +604,7 @@ std::string ExecutorPool::NoExecutorReasonLocked(v1::Backend backend, const std:
   std::string down;
   int listed = 0;
   for (const auto& e : executors_) {
-    if (e->healthy || listed >= 4) continue;
+    if (e->healthy || e->draining || listed >= 4) continue;
     ++listed;
     down += fmt::format("{}{}: {}", down.empty() ? "" : "; ", e->endpoint.address,
                         e->last_error.substr(0, 200));
@@ -416,11 +613,10 @@ std::string ExecutorPool::NoExecutorReasonLocked(v1::Backend backend, const std:
   return why;
 }
 
-absl::StatusOr<int> ExecutorPool::WaitForExecutor(v1::Backend backend, const std::string& problem,
-                                                  int32_t world_size,
-                                                  const std::vector<int>& tried,
-                                                  const agent::CancelToken& cancel,
-                                                  WaitObserver* observer, bool reserve) {
+absl::StatusOr<ExecutorPool::ExecutorPtr> ExecutorPool::WaitForExecutor(
+    v1::Backend backend, const std::string& problem, int32_t world_size,
+    const std::vector<ExecutorPtr>& tried, const agent::CancelToken& cancel,
+    WaitObserver* observer, bool reserve) {
   const Clock* clock = options_.clock;
   // The job's budget bounds the wait (the token's deadline); without one,
   // dispatch_wait_s does.
@@ -428,15 +624,15 @@ absl::StatusOr<int> ExecutorPool::WaitForExecutor(v1::Backend backend, const std
   const int64_t wait_until =
       clock->NowMonotonicMicros() + static_cast<int64_t>(options_.dispatch_wait_s * 1e6);
   bool reported = false;
-  int i = -1;
+  ExecutorPtr i;
   absl::Status gave_up;
   std::unique_lock lock(mu_);
   while (true) {
     i = PickLocked(backend, problem, world_size, tried);
     // An executor tried before is taken again once it is healthy again (a
     // restarted executor): better than failing the evaluation.
-    if (i < 0 && !tried.empty()) i = PickLocked(backend, problem, world_size, {});
-    if (i >= 0) break;
+    if (!i && !tried.empty()) i = PickLocked(backend, problem, world_size, {});
+    if (i) break;
     if (stopping_) {
       gave_up = absl::UnavailableError("the orchestrator is stopping");
       break;
@@ -466,16 +662,16 @@ absl::StatusOr<int> ExecutorPool::WaitForExecutor(v1::Backend backend, const std
     health_cv_.wait_for(lock, std::chrono::milliseconds(50));
   }
   std::string address;
-  if (i >= 0) {
-    address = executors_[i]->endpoint.address;
+  if (i) {
+    address = i->endpoint.address;
     if (reserve) {
-      ++executors_[i]->in_flight;
+      ++i->in_flight;
       ++round_robin_;
     }
   }
   lock.unlock();
   if (reported) observer->WaitEnded(address);
-  if (i < 0) return gave_up;
+  if (!i) return gave_up;
   return i;
 }
 
@@ -491,21 +687,19 @@ absl::StatusOr<agent::EvaluationOutcome> ExecutorPool::Evaluate(
     const agent::CancelToken& cancel, WaitObserver* observer) {
   const Clock* clock = options_.clock;
   const int64_t start_mono = clock->NowMonotonicMicros();
-  std::vector<int> tried;
+  std::vector<ExecutorPtr> tried;
   absl::Status last_error;
   for (int attempt = 0; attempt <= options_.evaluation_retries; ++attempt) {
     // Dispatch: wait (bounded by the job's budget) for an executor.
-    absl::StatusOr<int> picked = WaitForExecutor(request.backend(), request.problem(),
-                                                 request.world_size(), tried, cancel, observer,
-                                                 true);
+    absl::StatusOr<ExecutorPtr> picked = WaitForExecutor(
+        request.backend(), request.problem(), request.world_size(), tried, cancel, observer, true);
     if (!picked.ok()) {
       if (!cancel.status().ok()) return cancel.status();
       if (!last_error.ok()) return last_error;
       return picked.status();
     }
-    const int i = *picked;
-    tried.push_back(i);
-    Executor& e = *executors_[i];
+    tried.push_back(*picked);
+    Executor& e = **picked;
     const double dispatch_ms =
         static_cast<double>(clock->NowMonotonicMicros() - start_mono) / 1e3;
 
@@ -537,6 +731,8 @@ absl::StatusOr<agent::EvaluationOutcome> ExecutorPool::Evaluate(
       std::lock_guard lock(mu_);
       --e.in_flight;
       if (result) ++e.completed;
+      // A drained executor leaves once its last evaluation is back.
+      if (e.draining && e.in_flight == 0) ReapDrainedLocked();
     }
     if (result && status.ok()) {
       agent::EvaluationOutcome out;

@@ -26,6 +26,15 @@
 //   take it, else on the first that becomes healthy again (waiting as above);
 //   otherwise the error is returned (the agent records a failed evaluation
 //   and goes on).
+// - Membership (issue 19 items 4-5, orchestrator/discovery.h): a target
+//   "HOST:PORT" is one executor for the pool's life; "dns:///NAME:PORT" is
+//   one executor per address of NAME, re-resolved every discovery_interval_s;
+//   the executors file's targets are re-read when it changes (mtime or size,
+//   checked at the same interval) and on Refresh() (SIGHUP in main.cc). A new
+//   address becomes an executor (health-checked at once); a vanished one is
+//   drained: it takes no new evaluation, its evaluations in flight finish on
+//   it (or, if it dies, are retried elsewhere as above), then it is removed.
+//   A temporary resolution failure keeps a name's executors.
 // - queue_ms of an outcome = time waiting for an executor here + the
 //   executor's own queue time (EvaluationResult.stages.queue_ms).
 //
@@ -44,6 +53,7 @@
 #include "agent/evaluator.h"
 #include "common/clock.h"
 #include "orchestrator/config.h"
+#include "orchestrator/discovery.h"
 #include "orchestrator/metrics.h"
 #include "pkforge/v1/executor.grpc.pb.h"
 #include "pkforge/v1/orchestrator.pb.h"
@@ -61,9 +71,19 @@ class ExecutorPool final : public agent::Evaluator {
     // Longest wait for an executor when the job has no deadline.
     double dispatch_wait_s = 300;
     const Clock* clock = SystemClock::Get();
+    // One target per line (discovery.h); "" = none. Its targets get the
+    // token, TLS and CA of file_defaults (its address is ignored).
+    std::string executors_file;
+    ExecutorEndpoint file_defaults;
+    // How often dns targets are re-resolved and the file's mtime checked.
+    double discovery_interval_s = 5;
+    std::shared_ptr<Resolver> resolver;  // null = SystemResolver()
   };
 
-  // Reads token files and creates channels; connects lazily.
+  // Reads token files and the executors file, resolves dns targets and
+  // creates channels (connecting lazily). Fails on an unreadable token, CA
+  // or executors file and on a malformed target; a name that does not
+  // resolve yet is only logged (it is retried every discovery interval).
   static absl::StatusOr<std::unique_ptr<ExecutorPool>> Create(Options options);
   ~ExecutorPool() override;
 
@@ -73,6 +93,13 @@ class ExecutorPool final : public agent::Evaluator {
   void Stop();
   // One synchronous health round of every executor.
   void CheckNow();
+  // Re-reads the executors file (always when `force_file_read`, else only
+  // when it changed) and re-resolves every dns target, then adds the new
+  // executors (a health round follows on the health thread) and drains the
+  // vanished ones. Returns the first problem (unreadable or malformed file:
+  // the previous targets are kept; a name that did not resolve; an executor
+  // that could not be created), after applying everything else.
+  absl::Status Refresh(bool force_file_read = true);
 
   std::vector<v1::ExecutorStatus> List() const;
   std::pair<int64_t, int64_t> HealthyAndTotal() const;
@@ -117,29 +144,46 @@ class ExecutorPool final : public agent::Evaluator {
   struct Executor;
   explicit ExecutorPool(Options options);
 
+  struct Wanted;
+  using ExecutorPtr = std::shared_ptr<Executor>;
+
   void CheckOne(Executor& e);
   void HealthLoop();
-  // Index of the best executor for (backend, problem, world size) that is
-  // not in `exclude`, or -1. Caller holds mu_.
-  int PickLocked(v1::Backend backend, const std::string& problem, int32_t world_size,
-                 const std::vector<int>& exclude) const;
+  absl::Status RefreshImpl(bool force_file_read, absl::Status* create_error);
+  absl::StatusOr<ExecutorPtr> MakeExecutor(const Wanted& w) const;
+  // Removes drained executors with nothing in flight. Caller holds mu_.
+  void ReapDrainedLocked();
+  // The best executor for (backend, problem, world size) that is not in
+  // `exclude`, or null. Caller holds mu_.
+  ExecutorPtr PickLocked(v1::Backend backend, const std::string& problem, int32_t world_size,
+                         const std::vector<ExecutorPtr>& exclude) const;
   bool CanRunLocked(const Executor& e, v1::Backend backend, const std::string& problem,
                     int32_t world_size) const;
   // Waits (see Dispatch) for an executor for (backend, problem, world size),
-  // preferring those not in `tried`; returns its index with in_flight
-  // counted when `reserve`, or the reason it gave up.
-  absl::StatusOr<int> WaitForExecutor(v1::Backend backend, const std::string& problem,
-                                      int32_t world_size, const std::vector<int>& tried,
-                                      const agent::CancelToken& cancel, WaitObserver* observer,
-                                      bool reserve);
+  // preferring those not in `tried`; returns it with in_flight counted when
+  // `reserve`, or the reason it gave up.
+  absl::StatusOr<ExecutorPtr> WaitForExecutor(v1::Backend backend, const std::string& problem,
+                                              int32_t world_size,
+                                              const std::vector<ExecutorPtr>& tried,
+                                              const agent::CancelToken& cancel,
+                                              WaitObserver* observer, bool reserve);
   // Why no executor can run the configuration now (for waits and errors).
   std::string NoExecutorReasonLocked(v1::Backend backend, const std::string& problem,
                                      int32_t world_size) const;
 
   Options options_;
-  std::vector<std::unique_ptr<Executor>> executors_;
+  std::string default_token_;
+  bool dynamic_ = false;  // some dns target or an executors file: refresh periodically
 
-  mutable std::mutex mu_;  // guards the mutable state of every Executor and below
+  // Serialises Refresh (health thread, SIGHUP, tests); guards the file state.
+  std::mutex refresh_mu_;
+  std::vector<std::string> file_targets_;
+  int64_t file_mtime_ns_ = -1, file_size_ = -1;
+  std::vector<std::string> resolve_errors_;  // last round's, to log each change once
+
+  mutable std::mutex mu_;  // guards executors_, the mutable state of every Executor and below
+  // Shared: an evaluation keeps its executor alive after it is removed.
+  std::vector<ExecutorPtr> executors_;
   std::condition_variable health_cv_;   // health rounds finished / stop
   std::condition_variable wake_cv_;     // wakes the health loop early
   bool stopping_ = false;

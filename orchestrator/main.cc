@@ -1,7 +1,8 @@
 // pkforge-orchestrator: the daemon that runs optimization jobs (docs/design.md
 // section 8). Flags override the --config file, which overrides the
 // defaults in orchestrator/config.h. SIGTERM/SIGINT shut down gracefully;
-// a second signal exits at once.
+// a second signal exits at once. SIGHUP re-reads --executors-file and
+// re-resolves dns:/// executors (errors are logged; the previous list stays).
 #include <signal.h>
 #include <unistd.h>
 
@@ -31,7 +32,21 @@ int main(int argc, char** argv) {
   auto* listen = app.add_option("--listen", flags.listen, "HOST:PORT to serve the API on")
                      ->capture_default_str();
   auto* db = app.add_option("--db", flags.db, "Trajectory database (SQLite)")->capture_default_str();
-  app.add_option("--executor", executors, "Executor HOST:PORT (repeatable)");
+  app.add_option("--executor", executors,
+                 "Executor HOST:PORT, or dns:///NAME:PORT for one executor per address of NAME "
+                 "(re-resolved every --discovery-interval; repeatable)");
+  auto* executors_file = app.add_option(
+      "--executors-file", flags.executors_file,
+      "File of executor targets, one per line (HOST:PORT or dns:///NAME:PORT, # comments); "
+      "re-read on SIGHUP and when it changes");
+  auto* discovery = app.add_option("--discovery-interval", flags.discovery_interval_s,
+                                   "Seconds between re-resolving dns:/// executors and checking "
+                                   "--executors-file for changes")
+                        ->capture_default_str();
+  auto* executor_ca = app.add_option(
+      "--executor-tls-ca", flags.executor_tls_ca_file,
+      "TLS to executors trusting this CA (PEM), for every --executor and executors-file entry "
+      "(docs/tls.md)");
   std::vector<std::string> providers;
   app.add_option("--provider", providers,
                  "LLM provider jobs may use, NAME=KIND,BASE_URL[,KEY_ENV] or "
@@ -86,6 +101,9 @@ int main(int argc, char** argv) {
   take(key, config.tls_key, flags.tls_key);
   take(hb, config.heartbeat_interval_s, flags.heartbeat_interval_s);
   take(hi, config.health_interval_s, flags.health_interval_s);
+  take(executors_file, config.executors_file, flags.executors_file);
+  take(discovery, config.discovery_interval_s, flags.discovery_interval_s);
+  take(executor_ca, config.executor_tls_ca_file, flags.executor_tls_ca_file);
   if (!providers.empty()) {
     config.providers.clear();
     for (const auto& f : providers) {
@@ -118,6 +136,7 @@ int main(int argc, char** argv) {
   sigemptyset(&signals);
   sigaddset(&signals, SIGTERM);
   sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGHUP);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   signal(SIGPIPE, SIG_IGN);
 
@@ -135,7 +154,13 @@ int main(int argc, char** argv) {
   std::fflush(stdout);
 
   int sig = 0;
-  sigwait(&signals, &sig);
+  while (sigwait(&signals, &sig) == 0 && sig == SIGHUP) {
+    spdlog::info("SIGHUP: re-reading the executor list");
+    if (auto s = (*orch)->ReloadExecutors(); !s.ok()) {
+      spdlog::error("SIGHUP: {}", std::string(s.message()));
+    }
+  }
+  sigdelset(&signals, SIGHUP);  // during shutdown SIGHUP stays blocked (ignored)
   std::thread([signals]() mutable {
     int again = 0;
     sigwait(&signals, &again);

@@ -27,7 +27,7 @@ absl::StatusOr<std::string> ReadWhole(const std::string& path) {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Orchestrator>> Orchestrator::Start(
-    const OrchestratorConfig& config) {
+    const OrchestratorConfig& config, std::shared_ptr<Resolver> resolver) {
   RETURN_IF_ERROR(ValidateConfig(config));
   std::string token;
   if (!config.token_file.empty()) {
@@ -52,6 +52,21 @@ absl::StatusOr<std::unique_ptr<Orchestrator>> Orchestrator::Start(
 
   ExecutorPool::Options po;
   po.executors = config.executors;
+  // The operator's executor CA applies to every executor that names no TLS
+  // setting of its own (command line, string entries, the executors file).
+  if (!config.executor_tls_ca_file.empty()) {
+    for (auto& ep : po.executors) {
+      if (!ep.tls && ep.tls_ca_file.empty()) {
+        ep.tls = true;
+        ep.tls_ca_file = config.executor_tls_ca_file;
+      }
+    }
+    po.file_defaults.tls = true;
+    po.file_defaults.tls_ca_file = config.executor_tls_ca_file;
+  }
+  po.executors_file = config.executors_file;
+  po.discovery_interval_s = config.discovery_interval_s;
+  po.resolver = resolver;
   po.default_token_file = config.executor_token_file;
   po.health_interval_s = config.health_interval_s;
   po.rpc_timeout_s = config.executor_rpc_timeout_s;
@@ -113,8 +128,14 @@ absl::StatusOr<std::unique_ptr<Orchestrator>> Orchestrator::Start(
   }
   spdlog::info("pkforge-orchestrator listening on {} (port {}, {}{}), database {}, {} executor(s)",
                config.listen, o->port_, o->auth_->enabled() ? "bearer token" : "no auth",
-               config.tls_cert.empty() ? "" : ", TLS", config.db, config.executors.size());
+               config.tls_cert.empty() ? "" : ", TLS", config.db,
+               o->pool_->HealthyAndTotal().second);
   return o;
+}
+
+absl::Status Orchestrator::ReloadExecutors() {
+  if (!pool_ || shut_down_) return absl::FailedPreconditionError("the orchestrator is stopping");
+  return pool_->Refresh(true);
 }
 
 std::string Orchestrator::address() const {

@@ -34,10 +34,16 @@ namespace pkforge::orchestrator {
 
 class Orchestrator {
  public:
-  static absl::StatusOr<std::unique_ptr<Orchestrator>> Start(const OrchestratorConfig& config);
+  // `resolver`: how dns:/// executor targets are resolved (null = the
+  // system's; tests pass a fake).
+  static absl::StatusOr<std::unique_ptr<Orchestrator>> Start(
+      const OrchestratorConfig& config, std::shared_ptr<Resolver> resolver = nullptr);
   ~Orchestrator();
 
   void Shutdown(const std::string& reason = "shutdown");
+  // Re-reads the executors file and re-resolves dns targets now (SIGHUP);
+  // the first problem is returned after everything else was applied.
+  absl::Status ReloadExecutors();
 
   int port() const { return port_; }
   int metrics_port() const { return metrics_http_ ? metrics_http_->port() : 0; }

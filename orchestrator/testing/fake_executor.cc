@@ -168,6 +168,12 @@ class FakeExecutor::Service final : public v1::Executor::Service {
     if (!writer->Write(msg) || !wait(delay - 2 * (delay / 4))) {
       return grpc::Status(grpc::StatusCode::CANCELLED, "cancelled");
     }
+    // A held evaluation waits (running) until the test releases it.
+    if (req->source().find("FAKE_HOLD") != std::string::npos) {
+      while (!released_.load()) {
+        if (!wait(2)) return grpc::Status(grpc::StatusCode::CANCELLED, "cancelled");
+      }
+    }
     v1::EvaluationResult r = FakeResult(req->source());
     r.set_evaluation_id(id);
     r.set_problem(req->problem());
@@ -191,6 +197,7 @@ class FakeExecutor::Service final : public v1::Executor::Service {
   std::atomic<int> finished_{0};
   std::atomic<int> in_flight_{0};
   std::atomic<int> max_in_flight_{0};
+  std::atomic<bool> released_{false};
   std::mutex log_mu_;
 };
 
@@ -223,5 +230,6 @@ int FakeExecutor::evaluations_started() const { return service_->started_.load()
 int FakeExecutor::evaluations_finished() const { return service_->finished_.load(); }
 int FakeExecutor::max_in_flight() const { return service_->max_in_flight_.load(); }
 void FakeExecutor::set_delay_ms(int ms) { service_->delay_ms_.store(ms); }
+void FakeExecutor::ReleaseHeld() { service_->released_.store(true); }
 
 }  // namespace pkforge::orchestrator::testing

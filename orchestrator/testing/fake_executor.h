@@ -6,6 +6,8 @@
 // Results are a pure function of the source, so tests can predict them:
 //   source contains "FAKE_COMPILE_ERROR" -> COMPILE_ERROR
 //   source contains "FAKE_WRONG_OUTPUT"  -> WRONG_OUTPUT
+//   source contains "FAKE_HOLD" -> stays running (after the running
+//     message) until ReleaseHeld() or cancellation, then as below
 //   otherwise OK with speedup 0.5 + (first 8 hex digits of sha256 % 2000) / 1000
 //   (in [0.5, 2.5)), reference 100 us, candidate 100 / speedup us.
 // Problems: allreduce, allgather, reducescatter (host and cuda backends,
@@ -53,6 +55,8 @@ class FakeExecutor {
   int evaluations_finished() const;
   int max_in_flight() const;
   void set_delay_ms(int ms);
+  // Lets every FAKE_HOLD evaluation (held now or later) finish.
+  void ReleaseHeld();
   void Shutdown();
 
  private:
