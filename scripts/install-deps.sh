@@ -14,7 +14,9 @@ PACKAGES=(
   nlohmann-json3-dev libcli11-dev
   bubblewrap libseccomp-dev
   python3 libxml2-utils
+  # deploy/ checks: systemd-analyze, the Kubernetes validator's venv, container e2e (podman)
   systemd python3-venv
+  podman runc
 )
 
 SUDO=""
