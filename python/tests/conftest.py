@@ -125,3 +125,33 @@ def finished_job(client):
     job = client.submit(spec, client_request_id="pytest-" + os.urandom(4).hex())
     events = list(client.watch(job.id))
     return client.get_job(job.id), events
+
+
+@pytest.fixture(scope="session")
+def tls_orchestrator(daemons, workdir):
+    """A second orchestrator serving TLS (certificate signed by a throw-away CA,
+    made with the openssl command line as orchestrator/testing/tls_certs.h does),
+    with the same token and executor."""
+    certs = workdir / "certs"
+    certs.mkdir()
+    (certs / "san.ext").write_text("subjectAltName=DNS:localhost,IP:127.0.0.1\n")
+    steps = [
+        "openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.pem -days 2 "
+        "-subj /CN=pkforge-test-ca",
+        "openssl req -x509 -newkey rsa:2048 -nodes -keyout other-ca.key -out other-ca.pem "
+        "-days 2 -subj /CN=pkforge-other-ca",
+        "openssl req -newkey rsa:2048 -nodes -keyout server.key -out server.csr -subj /CN=localhost",
+        "openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial "
+        "-out server.pem -days 2 -extfile san.ext",
+    ]
+    for step in steps:
+        r = subprocess.run(step.split(), cwd=certs, capture_output=True, text=True)
+        assert r.returncode == 0, f"{step}: {r.stderr}"
+    orch = Daemon([str(bin_dir() / "pkforge-orchestrator"), "--listen", "127.0.0.1:0",
+                   "--db", str(workdir / "tls.db"), "--executor", daemons["executor"].address,
+                   "--token-file", daemons["token_file"],
+                   "--tls-cert", str(certs / "server.pem"), "--tls-key", str(certs / "server.key")],
+                  "LISTENING ", workdir / "logs" / "orchestrator-tls.log", 60)
+    yield {"target": orch.address, "ca": str(certs / "ca.pem"),
+           "other_ca": str(certs / "other-ca.pem")}
+    orch.stop()

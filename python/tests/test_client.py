@@ -134,3 +134,20 @@ def test_bad_input_names_the_field(client):
     with pytest.raises(grpc.RpcError) as err:
         client.get_job("../etc/passwd")
     assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+
+
+def test_tls_with_the_servers_ca(daemons, tls_orchestrator):
+    t = tls_orchestrator
+    with pkforge.Client(t["target"], ca_file=t["ca"], token=daemons["token"]) as c:
+        assert c.jobs() == []
+        assert len(c.executors()) == 1
+    with pkforge.Client(t["target"], ca_file=t["ca"]) as no_token:
+        with pytest.raises(grpc.RpcError) as err:
+            no_token.jobs()
+        assert err.value.code() == grpc.StatusCode.UNAUTHENTICATED
+    # A client trusting another CA, or speaking plaintext, gets no answer.
+    for kwargs in ({"ca_file": t["other_ca"]}, {}):
+        with pkforge.Client(t["target"], token=daemons["token"], timeout_s=5, **kwargs) as c:
+            with pytest.raises(grpc.RpcError) as err:
+                c.jobs()
+            assert err.value.code() == grpc.StatusCode.UNAVAILABLE, kwargs
