@@ -70,6 +70,13 @@ void Expect(const std::string& name, std::vector<Accept> accept, const std::stri
   setenv("PKF_REDTEAM_DIR", dir.c_str(), 1);
   // An operator secret in the judge's environment (filtered from ranks).
   setenv("PKF_REDTEAM_SECRET_KEY", "redteam-planted-secret", 1);
+  // Operator secrets under names a denylist of KEY/TOKEN/SECRET/PASSWORD
+  // misses (environ_secret_names hunts them).
+  setenv("PKF_REDTEAM_DB_PASSWD", "redteam-planted-passwd", 1);
+  setenv("PKF_REDTEAM_AUTH", "Bearer redteam-planted-auth", 1);
+  setenv("PKF_REDTEAM_CREDENTIALS", "redteam-planted-credentials", 1);
+  setenv("PKF_REDTEAM_DSN", "postgres://pkforge:redteam-planted-dsn@db:5432/pkforge", 1);
+  setenv("NV_REDTEAM_API_KEY", "redteam-planted-nv-key", 1);
   const std::string cmd = fmt::format(
       "timeout -k 5 {} {} launch --problem allreduce --backend host --world-size 3 --dtype f32 "
       "--size tiny --trials 2 --warmup 1 --iters 6 --timeout {} --json {} {}/redteam_{}.so",
@@ -231,6 +238,7 @@ RT(invalid_utf8_stderr, {kRuntime})
 // Escaping the freeze: a helper process whose leader thread exited reads 'Z'
 // in /proc/<pid>/stat and is skipped by the judge's process listing.
 RT_PENDING(zombie_leader_hog, {Cheat({"frozen_while_idle", "outlived_call", "leftover_process"})})
+RT_PENDING(zombie_rank, {Cheat({"frozen_while_idle", "outlived_call"})})
 RT_PENDING(zombie_leader_starve_ref,
            {Cheat({"frozen_while_idle", "outlived_call", "leftover_process"}), kTimeout})
 // Forging times: the harness's per-call barrier runs in the candidate's process.
@@ -239,6 +247,8 @@ RT_PENDING(barrier_state_forge, {kCheatAny, kRuntime, kTimeout})
 // Taking CPUs the reference is not given: sched_setaffinity(0, every CPU)
 // passes the filter (gated on the wider CPU set; no measurable gain on 2 cores).
 RT_PENDING(affinity_escape, {kWrong, kCheatAny})
+// Operator secrets under names the environment denylist misses (gated).
+RT_PENDING(environ_secret_names, {kWrong})
 
 // ---- output policy self-test, every problem ------------------------------------------------
 // All-zero outputs and outputs that repeat the rank's first input must be
