@@ -226,6 +226,20 @@ TEST_F(StoreReadOnlyTest, LiveWriterReadOnlySeesCommitsImmutableRefuses) {
   EXPECT_EQ(imm.status().code(), absl::StatusCode::kFailedPrecondition) << imm.status();
 }
 
+// The read-only modes open a "file:" URI: characters that mean something in a
+// URI ('?', '#', '%', spaces) must still name the same file.
+TEST_F(StoreReadOnlyTest, PathWithUriCharacters) {
+  const fs::path odd = dir_ / "a ?b#c%41&mode=rw";
+  fs::create_directories(odd);
+  path_ = (odd / "t?.db").string();
+  WriteCurrentFile();
+  for (Access a : {Access::kReadOnly, Access::kImmutable}) {
+    auto store = TrajectoryStore::Open(path_, WithAccess(a));
+    ASSERT_TRUE(store.ok()) << store.status();
+    EXPECT_TRUE((*store)->GetJob(job_id_).ok());
+  }
+}
+
 TEST_F(StoreReadOnlyTest, MissingEmptyAndNewerFilesAreRefusedAndNotTouched) {
   auto missing = TrajectoryStore::Open(path_, WithAccess(Access::kReadOnly));
   EXPECT_EQ(missing.status().code(), absl::StatusCode::kNotFound) << missing.status();

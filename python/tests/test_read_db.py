@@ -151,3 +151,13 @@ def test_refusals(workdir, tmp_path):
         pkforge.read_db(newer)
     with pytest.raises(ValueError, match="axis"):
         pkforge.best_so_far(pd.DataFrame(), axis="sideways")
+
+
+def test_path_with_uri_characters(daemons, finished_job, workdir):
+    job, _ = finished_job
+    folder = workdir / "a ?b#c%41&mode=rw"
+    folder.mkdir()
+    path = folder / "t?.db"
+    _copy(daemons["db"], path)
+    for immutable in (None, False, True):
+        assert job.id in list(pkforge.read_db(path, immutable=immutable).jobs["id"])
