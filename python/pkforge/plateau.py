@@ -70,7 +70,8 @@ def plateau_curves(report) -> pd.DataFrame:
 
 
 def plot_best_so_far(curves: pd.DataFrame, ax=None, by: str = "job_id",
-                     end_s: Optional[float] = None, log_x: bool = False, title: str = ""):
+                     end_s: Optional[float] = None, log_x: bool = False, title: str = "",
+                     xlabel: str = "time since job start (s)"):
     """Step plot of best-so-far curves, one line per value of `by`.
 
     curves: best_so_far() or plateau_curves() output. end_s extends each line
@@ -87,7 +88,7 @@ def plot_best_so_far(curves: pd.DataFrame, ax=None, by: str = "job_id",
             xs.append(end_s)
             ys.append(ys[-1])
         ax.step(xs, ys, where="post", label=str(key))
-    ax.set_xlabel("time since job start (s)")
+    ax.set_xlabel(xlabel)  # say "active time (s)" for axis="active" curves
     ax.set_ylabel("best speedup so far (x)")
     if log_x:
         ax.set_xscale("log")

@@ -161,3 +161,13 @@ def test_path_with_uri_characters(daemons, finished_job, workdir):
     _copy(daemons["db"], path)
     for immutable in (None, False, True):
         assert job.id in list(pkforge.read_db(path, immutable=immutable).jobs["id"])
+
+
+@pytest.mark.parametrize("axis", ["elapsed", "active"])
+def test_best_so_far_matches_the_orchestrators_analysis(client, daemons, finished_job, axis):
+    job, _ = finished_job
+    db = pkforge.read_db(daemons["db"])
+    ours = pkforge.best_so_far(db.evaluations[db.evaluations["job_id"] == job.id], axis=axis)
+    theirs = pkforge.plateau_curves(client.plateau([job.id], axis=axis))
+    assert ours["t_s"].tolist() == pytest.approx(theirs["t_s"].tolist())
+    assert ours["best_speedup"].tolist() == pytest.approx(theirs["best_speedup"].tolist())
