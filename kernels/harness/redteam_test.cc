@@ -247,6 +247,9 @@ RT_PENDING(barrier_state_forge, {kCheatAny, kRuntime, kTimeout})
 // Taking CPUs the reference is not given: sched_setaffinity(0, every CPU)
 // passes the filter (gated on the wider CPU set; no measurable gain on 2 cores).
 RT_PENDING(affinity_escape, {kWrong, kCheatAny})
+// Blame: the candidate uses up the phase until ~1 ms before its deadline; the
+// reference rounds that follow time out and were blamed on the harness.
+RT_PENDING(deadline_blame, {kTimeout, kRuntime, kWrong, kCheatAny})
 // Operator secrets under names the environment denylist misses (gated).
 RT_PENDING(environ_secret_names, {kWrong})
 
