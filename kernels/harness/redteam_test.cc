@@ -250,6 +250,7 @@ RT_PENDING(affinity_escape, {kWrong, kCheatAny})
 // Blame: the candidate uses up the phase until ~1 ms before its deadline; the
 // reference rounds that follow time out and were blamed on the harness.
 RT_PENDING(deadline_blame, {kTimeout, kRuntime, kWrong, kCheatAny})
+RT_PENDING(teardown_deadline_blame, {kTimeout, kRuntime, kCheatAny})
 // Operator secrets under names the environment denylist misses (gated).
 RT_PENDING(environ_secret_names, {kWrong})
 
