@@ -12,6 +12,11 @@
 // table of what the judge catches today.
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <fstream>
+#include <sstream>
 
 #include <cstdio>
 #include <initializer_list>
@@ -64,8 +69,9 @@ std::string NewDir(const std::string& name) {
 }
 
 // Runs one candidate and asserts its verdict.
+// `cgroup`: a cgroup.procs file the launch joins first ("" = none).
 void Expect(const std::string& name, std::vector<Accept> accept, const std::string& extra = "",
-            int timeout_s = 10) {
+            int timeout_s = 10, const std::string& cgroup_procs = "") {
   const std::string dir = NewDir(name);
   setenv("PKF_REDTEAM_DIR", dir.c_str(), 1);
   // An operator secret in the judge's environment (filtered from ranks).
@@ -77,10 +83,11 @@ void Expect(const std::string& name, std::vector<Accept> accept, const std::stri
   setenv("PKF_REDTEAM_CREDENTIALS", "redteam-planted-credentials", 1);
   setenv("PKF_REDTEAM_DSN", "postgres://pkforge:redteam-planted-dsn@db:5432/pkforge", 1);
   setenv("NV_REDTEAM_API_KEY", "redteam-planted-nv-key", 1);
-  const std::string cmd = fmt::format(
+  std::string cmd = fmt::format(
       "timeout -k 5 {} {} launch --problem allreduce --backend host --world-size 3 --dtype f32 "
       "--size tiny --trials 2 --warmup 1 --iters 6 --timeout {} --json {} {}/redteam_{}.so",
       timeout_s * 4 + 30, PKF_WORKER, timeout_s, extra, PKF_CANDIDATES, name);
+  if (!cgroup_procs.empty()) cmd = fmt::format("sh -c 'echo $$ > {} && exec {}'", cgroup_procs, cmd);
   const Verdict v = RunJudge(cmd, dir + "/judge_stderr");
   const std::vector<int> alive = StillAlive(dir);
   unsetenv("PKF_REDTEAM_DIR");
@@ -253,6 +260,45 @@ RT_PENDING(deadline_blame, {kTimeout, kRuntime, kWrong, kCheatAny})
 RT_PENDING(teardown_deadline_blame, {kTimeout, kRuntime, kCheatAny})
 // Operator secrets under names the environment denylist misses (gated).
 RT_PENDING(environ_secret_names, {kWrong})
+
+// A memory cgroup of its own (cgroup v1 memory controller or v2), limited
+// to `bytes`, under this process's; "" when it cannot be made (not root, no
+// controller): the test is skipped then.
+std::string MemoryCgroup(const std::string& name, int64_t bytes) {
+  const std::string self = ReadFile("/proc/self/cgroup");
+  std::string v1, v2;
+  std::istringstream in(self);
+  for (std::string line; std::getline(in, line);) {
+    const size_t a = line.find(':'), b = line.find(':', a + 1);
+    if (a == std::string::npos || b == std::string::npos) continue;
+    const std::string ctl = line.substr(a + 1, b - a - 1), path = line.substr(b + 1);
+    if (ctl == "memory") v1 = "/sys/fs/cgroup/memory" + path;
+    if (ctl.empty() && line.rfind("0::", 0) == 0) v2 = "/sys/fs/cgroup" + path;
+  }
+  for (const auto& [base, limit] : {std::pair{v1, std::string("memory.limit_in_bytes")},
+                                    std::pair{v2, std::string("memory.max")}}) {
+    if (base.empty()) continue;
+    const std::string dir = fmt::format("{}/{}_{}", base, name, getpid());
+    if (mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) continue;
+    std::ofstream f(dir + "/" + limit);
+    f << bytes;
+    f.close();
+    if (f.good() && ReadFile(dir + "/" + limit).find(std::to_string(bytes)) == 0) return dir;
+    rmdir(dir.c_str());
+  }
+  return "";
+}
+
+// Memory pressure from pages no process maps (memfd_oom_blame): under a
+// 300 MiB limit the OOM killer must not pick a trusted process.
+TEST(RedTeamPending, memfd_oom_blame) {
+  const std::string cg = MemoryCgroup("pkf_redteam_oom", int64_t{300} << 20);
+  if (cg.empty()) GTEST_SKIP() << "cannot create a memory cgroup here";
+  Expect("memfd_oom_blame", {kRuntime, Accept{Result::SETUP_ERROR, {}}}, "", 10,
+         cg + "/cgroup.procs");
+  // Killed processes leave the cgroup a moment after the launch returned.
+  for (int i = 0; i < 300 && rmdir(cg.c_str()) != 0 && errno == EBUSY; ++i) usleep(10000);
+}
 
 // ---- output policy self-test, every problem ------------------------------------------------
 // All-zero outputs and outputs that repeat the rank's first input must be
