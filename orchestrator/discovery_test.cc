@@ -17,8 +17,10 @@
 #include "agent/cancel.h"
 #include "orchestrator/discovery.h"
 #include "orchestrator/executor_pool.h"
+#include "orchestrator/orchestrator.h"
 #include "orchestrator/testing/fake_executor.h"
 #include "orchestrator/testing/test_util.h"
+#include "orchestrator/testing/tls_certs.h"
 
 namespace pkforge::orchestrator {
 namespace {
@@ -387,6 +389,59 @@ TEST_F(DiscoveryTest, ExecutorsFileIsFollowedAndABadVersionKeepsThePreviousList)
   EXPECT_NE(bad.message().find(path + ":2: "), std::string::npos) << bad;
   EXPECT_NE(bad.message().find("keeping the 1 previous target(s)"), std::string::npos) << bad;
   EXPECT_EQ(Addresses(*pool), (std::set<std::string>{Addr(0)}));
+  fs::remove_all(dir);
+}
+
+// TLS to executors found through DNS: each is dialled by address but its
+// certificate is verified against the resolved name (a certificate for the
+// Service name, not for each pod's IP); --executor-tls-ca (config key
+// executor_tls_ca_file) turns TLS on for such targets.
+TEST_F(DiscoveryTest, TlsToDnsExecutorsVerifiesTheResolvedName) {
+  const std::string dir = testing::MakeTempDir("pkf_discovery_tls");
+  const testing_tls::TestCerts certs = testing_tls::MakeTestCerts(dir, "DNS:executors.test");
+  ASSERT_TRUE(certs.error.empty()) << certs.error;
+  FakeExecutorOptions fo;
+  fo.listen = "127.0.0.2:0";
+  fo.tls_cert = certs.server_cert;
+  fo.tls_key = certs.server_key;
+  auto ex = FakeExecutor::Start(fo);
+  ASSERT_TRUE(ex.ok()) << ex.status();
+  const std::string port = std::to_string((*ex)->port());
+  const std::string address = "127.0.0.2:" + port;
+  resolver_->Set("executors.test", std::vector<std::string>{"127.0.0.2"});
+
+  OrchestratorConfig c;
+  c.listen = "127.0.0.1:0";
+  c.db = dir + "/traj.db";
+  c.executors = {ExecutorEndpoint{.address = "dns:///executors.test:" + port}};
+  c.executor_tls_ca_file = certs.ca;
+  c.health_interval_s = 3600;
+  c.discovery_interval_s = 3600;
+  auto orch = Orchestrator::Start(c, resolver_);
+  ASSERT_TRUE(orch.ok()) << orch.status();
+  (*orch)->executors()->CheckNow();
+  v1::ExecutorStatus st = StatusOf(*(*orch)->executors(), address);
+  ASSERT_TRUE(st.healthy()) << st.last_error();
+  auto r = (*orch)->executors()->Evaluate(Request("// over TLS"), nullptr, agent::CancelToken());
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->executor, address);
+  (*orch)->Shutdown();
+
+  // The same executor by its address: the certificate does not name it.
+  ExecutorPool::Options by_ip;
+  by_ip.executors = {ExecutorEndpoint{.address = address, .tls = true, .tls_ca_file = certs.ca}};
+  auto pool = MakePool(by_ip);
+  ASSERT_NE(pool, nullptr);
+  pool->CheckNow();
+  EXPECT_FALSE(StatusOf(*pool, address).healthy());
+  // And plaintext to it (no --executor-tls-ca) gets nowhere either.
+  c.executor_tls_ca_file.clear();
+  c.db = dir + "/traj2.db";
+  auto plain = Orchestrator::Start(c, resolver_);
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  (*plain)->executors()->CheckNow();
+  EXPECT_FALSE(StatusOf(*(*plain)->executors(), address).healthy());
+  (*plain)->Shutdown();
   fs::remove_all(dir);
 }
 

@@ -1,10 +1,12 @@
 #include "orchestrator/testing/fake_executor.h"
 
 #include <grpcpp/health_check_service_interface.h>
+#include <grpcpp/security/server_credentials.h>
 #include <grpcpp/server_builder.h>
 
 #include <chrono>
 #include <cstdio>
+#include <fstream>
 #include <mutex>
 #include <thread>
 
@@ -204,10 +206,20 @@ class FakeExecutor::Service final : public v1::Executor::Service {
 absl::StatusOr<std::unique_ptr<FakeExecutor>> FakeExecutor::Start(FakeExecutorOptions options) {
   std::unique_ptr<FakeExecutor> f(new FakeExecutor());
   const std::string listen = options.listen;
+  std::shared_ptr<grpc::ServerCredentials> creds = grpc::InsecureServerCredentials();
+  if (!options.tls_cert.empty()) {
+    auto read = [](const std::string& path) {
+      std::ifstream in(path);
+      return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    };
+    grpc::SslServerCredentialsOptions ssl;
+    ssl.pem_key_cert_pairs.push_back({read(options.tls_key), read(options.tls_cert)});
+    creds = grpc::SslServerCredentials(ssl);
+  }
   f->service_ = std::make_unique<Service>(std::move(options));
   grpc::EnableDefaultHealthCheckService(true);
   grpc::ServerBuilder b;
-  b.AddListeningPort(listen, grpc::InsecureServerCredentials(), &f->port_);
+  b.AddListeningPort(listen, creds, &f->port_);
   b.RegisterService(f->service_.get());
   f->server_ = b.BuildAndStart();
   if (!f->server_ || f->port_ == 0) {

@@ -39,6 +39,7 @@ struct FakeExecutorOptions {
   // message, as an executor refuses a configuration it never runs.
   std::string refuse_evaluations;
   int64_t gpu_memory_bytes = 0;  // GpuInfo.memory_bytes of every fake GPU (0 = unknown)
+  std::string tls_cert, tls_key;  // PEM files: serve TLS (both or neither)
 };
 
 // The result the fake returns for `source` (see the top comment).

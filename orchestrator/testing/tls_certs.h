@@ -28,14 +28,16 @@ inline std::string ReadAll(const std::string& path) {
   return s.str();
 }
 
-// Makes the files under `dir` (which must exist).
-inline TestCerts MakeTestCerts(const std::string& dir) {
+// Makes the files under `dir` (which must exist). `san`: the server
+// certificate's subjectAltName.
+inline TestCerts MakeTestCerts(const std::string& dir,
+                               const std::string& san = "DNS:localhost,IP:127.0.0.1") {
   TestCerts c;
   c.ca = dir + "/ca.pem";
   c.server_cert = dir + "/server.pem";
   c.server_key = dir + "/server.key";
   c.other_ca = dir + "/other-ca.pem";
-  std::ofstream(dir + "/san.ext") << "subjectAltName=DNS:localhost,IP:127.0.0.1\n";
+  std::ofstream(dir + "/san.ext") << "subjectAltName=" << san << "\n";
   const std::string log = dir + "/openssl.log";
   const std::string d = "'" + dir + "'";
   const std::string cmd =
