@@ -239,6 +239,14 @@ RT(seccomp_foreign_abi, {kWrong})
 // Bytes that are not UTF-8 in a failing rank's stderr tail (a proto3 string):
 // the result must still be printed, with the candidate's own status.
 RT(invalid_utf8_stderr, {kRuntime})
+// Kernel-side async work (io_uring SQPOLL + one io-wq worker started in
+// pkf_setup; linked timeout -> write of the outputs into the data memfd):
+// nothing completes while the candidate is frozen.
+RT(io_uring_deferred_write,
+   {Cheat({"timed_output_reverify", "poison_unwritten", "outlived_call"})})
+// A forged kOpBatch reply ahead of the real one: the channel runs one reply
+// ahead for the whole timing phase (caught at teardown, where the op differs).
+RT(reply_one_ahead, {Cheat({"result_channel", "timed_output_reverify", "wallclock_crosscheck"})})
 
 // ---- PENDING: attacks that won against the judge of 2026-12-04 15:00 ----------------
 // (helper-notes/redteam-findings.md has what each does and the root cause.)
