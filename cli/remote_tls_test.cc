@@ -63,17 +63,14 @@ class RemoteTlsTest : public ::testing::Test {
     executor_ = ex->release();
 
     // The orchestrator reaches the executor over TLS with the executor's
-    // token (the config file's executor object), and serves TLS with its own
-    // client token.
-    const std::string config = Write(
-        "orchestrator.json",
-        absl::StrCat(R"({"executors": [{"address": ")", executor_->address(),
-                     R"(", "tls": true, "tls_ca_file": ")", certs_->ca, R"(", "token_file": ")",
-                     executor_token, R"("}], "health_interval_s": 0.3})"));
+    // token (--executor-tls-ca, --executor-token-file), and serves TLS with
+    // its own client token.
     auto orch = ChildProcess::Start(
-        {PKFORGE_ORCH_BIN, "--config", config, "--listen", "127.0.0.1:0", "--db",
+        {PKFORGE_ORCH_BIN, "--executor", executor_->address(), "--executor-tls-ca", certs_->ca,
+         "--executor-token-file", executor_token, "--listen", "127.0.0.1:0", "--db",
          *dir_ + "/traj.db", "--token-file", *token_file_, "--tls-cert", certs_->server_cert,
-         "--tls-key", certs_->server_key, "--heartbeat-interval", "0.2"},
+         "--tls-key", certs_->server_key, "--heartbeat-interval", "0.2", "--health-interval",
+         "0.3"},
         30, *dir_ + "/orchestrator.log");
     ASSERT_TRUE(orch.ok()) << orch.status();
     orchestrator_ = orch->release();
