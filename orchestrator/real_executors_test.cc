@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <future>
+#include <set>
 #include <thread>
 
 #include "agent/cancel.h"
@@ -40,10 +41,11 @@ class RealExecutorsTest : public ::testing::Test {
     fs::remove_all(dir_, ec);
   }
 
-  ExecutorServer* StartExecutor(const ExecutorOptions& o = {}) {
+  ExecutorServer* StartExecutor(const ExecutorOptions& o = {},
+                                const std::string& listen = "127.0.0.1:0") {
     executor::ExecutorConfig c;
     const std::string data = dir_ + "/executor" + std::to_string(executors_.size());
-    c.listen = "127.0.0.1:0";
+    c.listen = listen;
     c.data_dir = data;
     c.executor_id = "exec" + std::to_string(executors_.size());
     c.gpus = "none";
@@ -76,8 +78,9 @@ class RealExecutorsTest : public ::testing::Test {
     c.health_interval_s = 0.3;
     return c;
   }
-  Orchestrator* StartOrchestrator(const OrchestratorConfig& c) {
-    auto o = Orchestrator::Start(c);
+  Orchestrator* StartOrchestrator(const OrchestratorConfig& c,
+                                  std::shared_ptr<Resolver> resolver = nullptr) {
+    auto o = Orchestrator::Start(c, std::move(resolver));
     EXPECT_TRUE(o.ok()) << o.status();
     if (!o.ok()) return nullptr;
     orchs_.push_back(std::move(*o));
@@ -294,6 +297,73 @@ TEST_F(RealExecutorsTest, LeastLoadedDispatchAvoidsTheBusyExecutor) {
     }
   }
   EXPECT_EQ(idle_total, end->evaluations());
+}
+
+// Real executors behind one DNS name (issue 19 item 4; a fixed-answer
+// resolver is the seam, the executors listen on 127.0.0.2 and 127.0.0.3 with
+// one port, like pods behind a headless Service): jobs run on the executor
+// the name lists; one joins, the first leaves, and the next job runs on the
+// newcomer only.
+TEST_F(RealExecutorsTest, DnsDiscoveredExecutorsJoinAndLeaveBetweenJobs) {
+  class Answers final : public Resolver {
+   public:
+    void Set(std::vector<std::string> ips) {
+      std::lock_guard lock(mu_);
+      ips_ = std::move(ips);
+    }
+    absl::StatusOr<std::vector<std::string>> Resolve(const std::string& host) override {
+      std::lock_guard lock(mu_);
+      if (host != "executors.test" || ips_.empty()) return absl::NotFoundError(host + ": no address");
+      return ips_;
+    }
+
+   private:
+    std::mutex mu_;
+    std::vector<std::string> ips_;
+  };
+  ExecutorServer* a = StartExecutor({}, "127.0.0.2:0");
+  ASSERT_NE(a, nullptr);
+  const std::string port = a->address().substr(a->address().rfind(':') + 1);
+  ExecutorServer* b = StartExecutor({}, "127.0.0.3:" + port);
+  ASSERT_NE(b, nullptr);
+  auto answers = std::make_shared<Answers>();
+  answers->Set({"127.0.0.2"});
+  OrchestratorConfig c = Config({ExecutorEndpoint{.address = "dns:///executors.test:" + port}});
+  c.discovery_interval_s = 3600;  // re-resolved when the test says so
+  Orchestrator* orch = StartOrchestrator(c, answers);
+  ASSERT_NE(orch, nullptr);
+  const std::string addr_a = "127.0.0.2:" + port, addr_b = "127.0.0.3:" + port;
+  ASSERT_TRUE(StatusOf(orch, addr_a).healthy()) << StatusOf(orch, addr_a).last_error();
+  auto ok_on = [](ExecutorServer* e) {
+    return e->metrics().Get("pkforge_executor_evaluations_total", "status=\"OK\"");
+  };
+  auto stub = testing::Client(orch->address());
+  auto run_job = [&] {
+    v1::Job job;
+    grpc::Status s = Submit(stub.get(), testing::SearchSpec(2, 120), &job);
+    EXPECT_TRUE(s.ok()) << s.error_message();
+    auto end = testing::WaitForEnd(stub.get(), job.id(), 150);
+    EXPECT_TRUE(end.ok()) << end.status();
+    if (end.ok()) {
+      EXPECT_EQ(end->state(), v1::JOB_STATE_SUCCEEDED) << end->error();
+    }
+  };
+  run_job();
+  EXPECT_GE(ok_on(a), 1);
+  EXPECT_EQ(ok_on(b), 0);
+
+  answers->Set({"127.0.0.2", "127.0.0.3"});  // b joins
+  ASSERT_TRUE(orch->ReloadExecutors().ok());
+  EXPECT_TRUE(StatusOf(orch, addr_b).healthy()) << StatusOf(orch, addr_b).last_error();
+  answers->Set({"127.0.0.3"});  // a leaves
+  ASSERT_TRUE(orch->ReloadExecutors().ok());
+  std::set<std::string> listed;
+  for (const auto& s : orch->executors()->List()) listed.insert(s.address());
+  EXPECT_EQ(listed, std::set<std::string>{addr_b});
+  const double a_before = ok_on(a);
+  run_job();
+  EXPECT_EQ(ok_on(a), a_before) << "an executor that left got evaluations";
+  EXPECT_GE(ok_on(b), 1);
 }
 
 }  // namespace
