@@ -14,6 +14,7 @@ PACKAGES=(
   nlohmann-json3-dev libcli11-dev
   bubblewrap libseccomp-dev
   python3 libxml2-utils
+  openssl  # the TLS tests make a throw-away CA with the openssl command
   # deploy/ checks: systemd-analyze, the Kubernetes validator's venv, container e2e (podman)
   systemd python3-venv
   podman runc
