@@ -107,8 +107,10 @@ TEST(Suite, RightValuesAtACoarserPrecisionAreWrongForEveryProblemAndDtype) {
     for (pkf_dtype dt : p->dtypes)
       for (int w : {1, 3}) {
         if (!Fits(*p, w)) continue;
+        // Four input sets: a tolerance of about one ulp of the dtype rejects
+        // a coarser format on most elements, but tiny has few elements.
         const std::string e = Expect(*p, "policy_coarse_" + std::string(p->name), w, dt,
-                                     Result::WRONG_OUTPUT, 1);
+                                     Result::WRONG_OUTPUT, 4);
         if (!e.empty()) bad.push_back(e);
       }
   Report(bad, "problem/dtype/world combinations accepted values at a coarser precision");
