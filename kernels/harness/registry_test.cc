@@ -28,7 +28,7 @@ TEST(Registry, EveryProblemResolvesTinyAtEveryWorldSize) {
         EXPECT_TRUE(ResolveSize(*p, "default", w).ok()) << p->name;
       }
       const RankSpec s = p->spec(*d, w, w - 1);
-      EXPECT_LE(s.out.size(), 1u);
+      EXPECT_LE(s.out.size(), 8u);  // the ABI passes up to 8 tensors each way
       const Cost c = p->cost(*d, w, 2);
       EXPECT_GT(c.hbm_bytes, 0) << p->name;
     }

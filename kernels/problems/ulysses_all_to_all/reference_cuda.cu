@@ -1,0 +1,72 @@
+// ulysses_all_to_all cuda reference: what PyTorch's
+// all_to_all(list of row chunks) + cat(dim=1) does, as one NCCL group of
+// send/recv pairs into a staging buffer [world][M/world][N], then one
+// permute kernel into y [M/world, world*N]. Written with the candidate ABI: it
+// is also compiled as a candidate (ref_cuda_ulysses_all_to_all.so).
+#include "pkforge/candidate.h"
+#include "../common/cuda_util.cuh"
+
+typedef struct {
+  void* stage;
+  size_t cap;
+} pkf_ulysses_state;
+
+extern "C" int pkf_setup(pkf_context* ctx) {
+  ctx->user_state = calloc(1, sizeof(pkf_ulysses_state));
+  return ctx->user_state == NULL;
+}
+extern "C" void pkf_teardown(pkf_context* ctx) {
+  pkf_ulysses_state* st = (pkf_ulysses_state*)ctx->user_state;
+  if (st == NULL) return;
+  if (st->stage) cudaFree(st->stage);
+  free(st);
+}
+
+// stage [w][rows][n] -> y [rows][w*n], in units of T (2 or 4 bytes).
+template <typename T>
+__global__ void pkf_ulysses_permute(const T* stage, T* y, int w, int64_t rows, int64_t n) {
+  const int64_t total = rows * w * n;
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < total;
+       i += (int64_t)gridDim.x * blockDim.x) {
+    const int64_t m = i / (w * n), rest = i % (w * n), j = rest / n, c = rest % n;
+    y[i] = stage[(j * rows + m) * n + c];
+  }
+}
+
+extern "C" int pkf_run(pkf_context* ctx, const pkf_tensor* in, int32_t n_in, pkf_tensor* out,
+                       int32_t n_out, void* stream) {
+  (void)n_in; (void)n_out;
+  pkf_ulysses_state* st = (pkf_ulysses_state*)ctx->user_state;
+  cudaStream_t s = (cudaStream_t)stream;
+  const int w = ctx->world_size;
+  const int64_t es = pkf_cu_elem(in[0].dtype);
+  const int64_t n = in[0].shape[1], rows = in[0].shape[0] / w;
+  const size_t bytes = (size_t)(in[0].shape[0] * n * es);
+  if (w == 1) {
+    PKF_CU(cudaMemcpyAsync(out[0].data, in[0].data, bytes, cudaMemcpyDeviceToDevice, s));
+    return 0;
+  }
+  if (st->cap < bytes) {
+    if (st->stage) cudaFree(st->stage);
+    st->stage = NULL;
+    st->cap = 0;
+    PKF_CU(cudaMalloc(&st->stage, bytes));
+    st->cap = bytes;
+  }
+  const ncclDataType_t t = pkf_nccl_type(in[0].dtype);
+  const size_t chunk = (size_t)(rows * n);
+  ncclComm_t comm = (ncclComm_t)ctx->nccl;
+  PKF_NCCL(ncclGroupStart());
+  for (int j = 0; j < w; ++j) {
+    PKF_NCCL(ncclSend((const char*)in[0].data + j * chunk * es, chunk, t, j, comm, s));
+    PKF_NCCL(ncclRecv((char*)st->stage + j * chunk * es, chunk, t, j, comm, s));
+  }
+  PKF_NCCL(ncclGroupEnd());
+  const int blocks = pkf_cu_blocks(rows * w * n);
+  if (es == 4)
+    pkf_ulysses_permute<<<blocks, 256, 0, s>>>((const float*)st->stage, (float*)out[0].data, w, rows, n);
+  else
+    pkf_ulysses_permute<<<blocks, 256, 0, s>>>((const uint16_t*)st->stage, (uint16_t*)out[0].data, w, rows, n);
+  PKF_CU(cudaGetLastError());
+  return 0;
+}
