@@ -253,7 +253,10 @@ RT(reply_one_ahead, {Cheat({"result_channel", "timed_output_reverify", "wallcloc
 // Escaping the freeze: a helper process whose leader thread exited reads 'Z'
 // in /proc/<pid>/stat and is skipped by the judge's process listing.
 RT_PENDING(zombie_leader_hog, {Cheat({"frozen_while_idle", "outlived_call", "leftover_process"})})
-RT_PENDING(zombie_rank, {Cheat({"frozen_while_idle", "outlived_call"})})
+RT_PENDING(zombie_rank, {kWrong, Cheat({"frozen_while_idle", "outlived_call"})})
+// A chain of zombie-leader links that respawns faster than the judge's final
+// clean-up kills its direct children (leftover after teardown).
+RT_PENDING(zombie_respawn_chain, {Cheat({"leftover_process"})})
 RT_PENDING(zombie_leader_starve_ref,
            {Cheat({"frozen_while_idle", "outlived_call", "leftover_process"}), kTimeout})
 // Forging times: the harness's per-call barrier runs in the candidate's process.
