@@ -247,6 +247,13 @@ RT(io_uring_deferred_write,
 // A forged kOpBatch reply ahead of the real one: the channel runs one reply
 // ahead for the whole timing phase (caught at teardown, where the op differs).
 RT(reply_one_ahead, {Cheat({"result_channel", "timed_output_reverify", "wallclock_crosscheck"})})
+// Inputs changed by the kernel (fallocate PUNCH_HOLE on the data memfd), no store.
+RT(punch_hole_inputs, {Cheat({"input_mutation"})})
+// O_NONBLOCK on the rank's own command pipe: the harness exits between commands.
+RT(nonblock_cmd_pipe, {kRuntime})
+// The own command pipe reopened for writing (/proc/self/fd/3) and a kOpExit
+// injected: refused under root (the pipe is the judge's), caught otherwise.
+RT(cmd_pipe_inject, {kWrong, kRuntime, Cheat({"result_channel"})})
 
 // ---- PENDING: attacks that won against the judge of 2026-12-04 15:00 ----------------
 // (helper-notes/redteam-findings.md has what each does and the root cause.)
