@@ -57,7 +57,11 @@ PKFORGE_RELOAD_CMD="kill -HUP $ORCH_PID" \
   bash "$SRC/deploy/slurm/pkforge-executors.sbatch" >"$tmp/job.out" 2>&1 &
 JOB_PID=$!
 
-await "the job's block in the executors file" 90 grep -q '^# pkforge-slurm job 4242 end$' "$tmp/executors"
+registered_or_dead() {
+  grep -q '^# pkforge-slurm job 4242 end$' "$tmp/executors" || ! kill -0 "$JOB_PID" 2>/dev/null
+}
+await "the job's block in the executors file" 90 registered_or_dead
+grep -q '^# pkforge-slurm job 4242 end$' "$tmp/executors" || fail "the batch script exited before registering"
 cat "$tmp/executors"
 block="$(sed -n '/^# pkforge-slurm job 4242 begin$/,/^# pkforge-slurm job 4242 end$/p' "$tmp/executors" | sed '1d;$d')"
 mapfile -t entries <<<"$block"
