@@ -39,13 +39,16 @@ struct Accept {
   std::set<std::string> checks;
 };
 
-void ExpectOneOf(const std::string& name, const std::vector<Accept>& accept);
+// max_speedup > 0: an OK verdict must also stay below that speedup (for
+// candidates that are the reference itself plus an attack on the reference).
+void ExpectOneOf(const std::string& name, const std::vector<Accept>& accept,
+                 double max_speedup = 0);
 
 void Expect(const std::string& name, Result::Status status, std::set<std::string> checks = {}) {
   ExpectOneOf(name, {{status, std::move(checks)}});
 }
 
-void ExpectOneOf(const std::string& name, const std::vector<Accept>& accept) {
+void ExpectOneOf(const std::string& name, const std::vector<Accept>& accept, double max_speedup) {
   if (!HaveGpu()) GTEST_SKIP() << "no usable GPU";
   const std::string err = ::testing::TempDir() + "/redteam_gpu_" + name + ".stderr";
   const std::string cmd = fmt::format(
@@ -67,6 +70,9 @@ void ExpectOneOf(const std::string& name, const std::vector<Accept>& accept) {
   }
   EXPECT_TRUE(ok) << name << ": got " << Result::Status_Name(r.status()) << " (" << r.message()
                   << ")\n" << v.raw.substr(0, 3000);
+  if (r.status() == Result::OK && max_speedup > 0) {
+    EXPECT_LT(r.speedup(), max_speedup) << name << " forged a speedup\n" << v.raw.substr(0, 3000);
+  }
 }
 
 TEST(RedTeamGpu, control_private_stream) { Expect("control_private_stream", Result::OK); }
@@ -88,6 +94,38 @@ TEST(RedTeamGpu, mailbox_garbage) {
 TEST(RedTeamGpu, early_return_host_thread) {
   Expect("early_return_host_thread", Result::CHEAT_DETECTED,
          {"timed_output_reverify", "outlived_call"});
+}
+
+// ---- added 2026-12-04 (helper-redteam); compiled here, NOT run: no GPU in that session.
+// The verdicts are what the defended judge must give; predictions from
+// reading rank_cuda.cc / judge.cc are in each file's comment.
+TEST(RedTeamGpu, patch_device_sync) {
+  Expect("patch_device_sync", Result::CHEAT_DETECTED,
+         {"timed_output_reverify", "outlived_call", "wallclock_crosscheck"});
+}
+TEST(RedTeamGpu, persistent_precompute) {
+  Expect("persistent_precompute", Result::CHEAT_DETECTED, {"outlived_call", "timed_output_reverify"});
+}
+TEST(RedTeamGpu, graph_side_stream) {
+  Expect("graph_side_stream", Result::CHEAT_DETECTED, {"outlived_call", "timed_output_reverify"});
+}
+TEST(RedTeamGpu, ipc_handle_scan) { Expect("ipc_handle_scan", Result::WRONG_OUTPUT); }
+// Predicted HARNESS_ERROR today: the reference's second context is created
+// lazily (first kOpSwitch), after pkf_setup took the GPU's memory.
+TEST(RedTeamGpu, gpu_memory_squeeze) {
+  ExpectOneOf("gpu_memory_squeeze",
+              {{Result::RUNTIME_ERROR, {}}, {Result::SETUP_ERROR, {}}, {Result::OK, {}}});
+}
+// Predicted false positive today: the runtime's callback thread is created
+// on first use, inside a call, after the thread baseline.
+TEST(RedTeamGpu, control_host_func) { Expect("control_host_func", Result::OK); }
+// The device-wide persisting-L2 set-aside shrinks the reference's cache.
+TEST(RedTeamGpu, l2_persist_squeeze) {
+  // The candidate is the NCCL reference: identical candidates read 0.77-0.92
+  // at world size 1 (docs/performance.md); above 1.15 the squeeze worked.
+  ExpectOneOf("l2_persist_squeeze",
+              {{Result::CHEAT_DETECTED, {"outlived_call", "wallclock_crosscheck"}}, {Result::OK, {}}},
+              1.15);
 }
 
 }  // namespace
