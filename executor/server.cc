@@ -1,5 +1,6 @@
 #include "executor/server.h"
 
+#include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/health_check_service_interface.h>
 
 #include <unistd.h>
@@ -148,6 +149,10 @@ absl::StatusOr<std::unique_ptr<ExecutorServer>> ExecutorServer::Start(const Exec
                                                   token);
 
   grpc::EnableDefaultHealthCheckService(true);
+  // Server reflection (grpcurl-style tools list and describe the API); like
+  // the health service it is not behind the token: it only tells the public
+  // proto/ schema.
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
   std::shared_ptr<grpc::ServerCredentials> creds = grpc::InsecureServerCredentials();
   if (!c.tls_cert_file.empty()) {

@@ -1,5 +1,6 @@
 #include "orchestrator/orchestrator.h"
 
+#include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/health_check_service_interface.h>
 #include <grpcpp/security/server_credentials.h>
 #include <grpcpp/server_builder.h>
@@ -112,6 +113,10 @@ absl::StatusOr<std::unique_ptr<Orchestrator>> Orchestrator::Start(
     creds = grpc::SslServerCredentials(ssl);
   }
   grpc::EnableDefaultHealthCheckService(true);
+  // Server reflection (grpcurl-style tools list and describe the API); like
+  // the health service it is not behind the token: it only tells the public
+  // proto/ schema.
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
   builder.AddListeningPort(config.listen, creds, &o->port_);
   builder.RegisterService(o->service_.get());
