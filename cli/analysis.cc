@@ -17,6 +17,7 @@
 #include "absl/strings/str_split.h"
 #include "cli/commands.h"
 #include "cli/offline.h"
+#include "cli/output.h"
 #include "cli/remote.h"
 #include "common/clock.h"
 #include "common/status.h"
@@ -66,7 +67,7 @@ struct JobsOptions {
   std::string db;
   RemoteOptions remote;
   FilterOptions filter;
-  bool json = false;
+  std::string output = "table";
 };
 
 // ------------------------------------------------- remote -> storage records
@@ -147,7 +148,18 @@ int RunJobs(const JobsOptions& o) {
     jobs = (*store)->ListJobs(o.filter.ToFilter());
   }
   if (!jobs.ok()) return ReportStatus("jobs", jobs.status());
-  if (o.json) {
+  if (o.output == "csv") {
+    std::printf("%s", CsvLine({"id", "state", "problem", "backend", "world_size", "agent_kind",
+                               "model", "strategy", "label", "created", "best_speedup"}).c_str());
+    for (const auto& j : *jobs) {
+      std::printf("%s", CsvLine({j.id, std::string(storage::JobStateName(j.state)), j.problem,
+                                 j.backend, std::to_string(j.world_size), j.agent_kind, j.model,
+                                 j.strategy, j.label, FormatWallMicros(j.created_wall_us),
+                                 j.best_speedup ? Fmt(j.best_speedup, "%.6g") : ""}).c_str());
+    }
+    return kExitOk;
+  }
+  if (o.output == "json") {
     nlohmann::json out = nlohmann::json::array();
     for (const auto& j : *jobs) {
       nlohmann::json row = {{"id", j.id},
@@ -163,7 +175,7 @@ int RunJobs(const JobsOptions& o) {
       row["best_speedup"] = j.best_speedup ? nlohmann::json(*j.best_speedup) : nlohmann::json();
       out.push_back(row);
     }
-    std::printf("%s\n", out.dump(2).c_str());
+    std::printf("%s\n", DumpJson(out).c_str());
     return kExitOk;
   }
   std::printf("%-31s %-11s %-18s %-7s %-3s %-7s %-20s %-10s %8s\n", "JOB", "STATE", "PROBLEM",
@@ -283,7 +295,7 @@ int RunTrajectory(const TrajectoryOptions& o) {
   }
   if (o.format == "json") {
     nlohmann::json out = {{"job_id", job->id}, {"problem", job->problem}, {"evaluations", rows}};
-    std::printf("%s\n", out.dump(2).c_str());
+    std::printf("%s\n", DumpJson(out).c_str());
   }
   return kExitOk;
 }
@@ -304,7 +316,7 @@ struct PlateauCliOptions {
   std::string svg, csv, curves_csv;
   std::string svg_mode = "groups";
   bool log_x = false;
-  bool json = false;
+  std::string output = "table";
 };
 
 absl::StatusOr<std::vector<double>> ParseDoubles(const std::string& text, const char* flag) {
@@ -324,9 +336,9 @@ absl::StatusOr<std::vector<double>> ParseDoubles(const std::string& text, const 
 
 // Without --db: the orchestrator computes the report (AnalyzePlateau).
 int RunRemotePlateau(const PlateauCliOptions& o) {
-  if (!o.csv.empty() || !o.curves_csv.empty()) {
+  if (!o.csv.empty() || !o.curves_csv.empty() || o.output == "csv") {
     return ReportStatus("plateau", absl::InvalidArgumentError(
-                                       "--csv and --curves-csv need --db (or use --json)"));
+                                       "--csv, --curves-csv and -o csv need --db (or use -o json)"));
   }
   auto remote = Remote::Connect(o.remote);
   if (!remote.ok()) return ReportStatus("plateau", remote.status());
@@ -354,7 +366,7 @@ int RunRemotePlateau(const PlateauCliOptions& o) {
   if (!budgets.ok()) return ReportStatus("plateau", budgets.status());
   for (double b : *budgets) req.add_budgets_s(b);
   req.set_include_svg(!o.svg.empty());
-  req.set_include_curves(o.json);
+  req.set_include_curves(o.output == "json");
   v1::PlateauReport report;
   auto ctx = remote->Context(120);
   grpc::Status st = remote->stub()->AnalyzePlateau(ctx.get(), req, &report);
@@ -365,7 +377,7 @@ int RunRemotePlateau(const PlateauCliOptions& o) {
     if (!out) return ReportStatus("plateau", absl::UnavailableError("writing " + o.svg + " failed"));
     report.clear_svg();
   }
-  if (o.json) {
+  if (o.output == "json") {
     std::printf("%s\n", ToJsonText(report).c_str());
     return kExitOk;
   }
@@ -469,7 +481,11 @@ int RunPlateau(const PlateauCliOptions& o) {
       return ReportStatus("plateau", s);
     }
   }
-  if (o.json) {
+  if (o.output == "csv") {
+    std::printf("%s", storage::JobSummaryCsv(*report).c_str());
+    return kExitOk;
+  }
+  if (o.output == "json") {
     auto json = storage::ReportToJson(*report);
     if (!json.ok()) return ReportStatus("plateau", json.status());
     std::printf("%s\n", json->c_str());
@@ -506,7 +522,7 @@ void RegisterAnalysis(CLI::App& app, int* exit_code) {
     cmd->add_option("--db", o->db, "Trajectory database file (offline, no server)");
     o->remote.Add(cmd);
     o->filter.Add(cmd);
-    cmd->add_flag("--json", o->json, "JSON output");
+    AddOutputOption(cmd, &o->output);
     cmd->callback([o, exit_code] { *exit_code = RunJobs(*o); });
   }
   {
@@ -515,9 +531,7 @@ void RegisterAnalysis(CLI::App& app, int* exit_code) {
     cmd->add_option("job", o->job_id, "Job id")->required();
     cmd->add_option("--db", o->db, "Trajectory database file (offline, no server)");
     o->remote.Add(cmd);
-    cmd->add_option("--format", o->format, "table | json | csv")
-        ->check(CLI::IsMember({"table", "json", "csv"}))
-        ->capture_default_str();
+    AddOutputOption(cmd, &o->format, {"table", "json", "csv"}, "--format");
     cmd->callback([o, exit_code] { *exit_code = RunTrajectory(*o); });
   }
   {
@@ -548,7 +562,7 @@ void RegisterAnalysis(CLI::App& app, int* exit_code) {
     cmd->add_flag("--log-x", o->log_x, "Logarithmic time axis in the SVG");
     cmd->add_option("--csv", o->csv, "Write per-job summaries as CSV here");
     cmd->add_option("--curves-csv", o->curves_csv, "Write best-so-far curves (long format) here");
-    cmd->add_flag("--json", o->json, "Print the full report as JSON");
+    AddOutputOption(cmd, &o->output);  // csv: the per-job summaries (as --csv FILE)
     cmd->callback([o, exit_code] { *exit_code = RunPlateau(*o); });
   }
 }

@@ -14,6 +14,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "cli/commands.h"
+#include "cli/output.h"
 #include "common/grpc_status.h"
 #include "google/protobuf/util/json_util.h"
 #include "pkforge/v1/executor.grpc.pb.h"
@@ -36,7 +37,7 @@ struct EvalOptions {
   bool profile = false;
   std::string sanitize;
   bool skip_timing = false;
-  bool json = false;
+  std::string output = "table";
   bool quiet = false;
   std::vector<std::string> flags;
   std::string file;
@@ -91,10 +92,14 @@ std::string Report(const v1::EvaluationResult& r) {
                     Timing("candidate", r.candidate()));
     if (r.has_speedup()) absl::StrAppend(&s, absl::StrFormat("  speedup %.3fx\n", r.speedup()));
     const auto& rf = r.roofline();
+    // Above 100% of the ceiling is a measurement to distrust, not a result.
+    const auto pct = [](double f) {
+      return f > 1.0 ? std::string(kSuspectRoofline) : absl::StrFormat("%.1f%%", 100 * f);
+    };
     absl::StrAppend(&s, absl::StrFormat(
-        "  roofline %.2f us (%s bound): candidate %.1f%% (bus %.1f GB/s), reference %.1f%% (bus %.1f GB/s)\n",
-        rf.roofline_us(), rf.bound(), 100 * rf.candidate_fraction(), rf.candidate_bus_gbps(),
-        100 * rf.reference_fraction(), rf.reference_bus_gbps()));
+        "  roofline %.2f us (%s bound): candidate %s (bus %.1f GB/s), reference %s (bus %.1f GB/s)\n",
+        rf.roofline_us(), rf.bound(), pct(rf.candidate_fraction()), rf.candidate_bus_gbps(),
+        pct(rf.reference_fraction()), rf.reference_bus_gbps()));
   }
   for (const auto& f : r.flags()) absl::StrAppend(&s, "  flag: ", f, "\n");
   if (r.has_profile()) {
@@ -197,11 +202,8 @@ int RunEval(const EvalOptions& o) {
     return ReportStatus("eval", absl::Status(s.code(), absl::StrCat("executor ", o.executor, ": ", s.message())));
   }
   if (!have) return ReportStatus("eval", absl::InternalError("the executor sent no result"));
-  if (o.json) {
-    std::string out;
-    google::protobuf::util::JsonPrintOptions jo;
-    (void)google::protobuf::util::MessageToJsonString(result, &out, jo);
-    std::printf("%s\n", out.c_str());
+  if (o.output == "json") {
+    std::printf("%s\n", ProtoJson(result).c_str());
   } else {
     std::fputs(Report(result).c_str(), stdout);
   }
@@ -228,7 +230,7 @@ void RegisterEval(CLI::App& app, int* exit_code) {
   cmd->add_flag("--profile", o->profile, "Nsight Compute summary of the candidate's kernels");
   cmd->add_option("--sanitize", o->sanitize, "memcheck | racecheck | synccheck | initcheck");
   cmd->add_flag("--skip-timing", o->skip_timing, "correctness only");
-  cmd->add_flag("--json", o->json, "print the result as proto3 JSON");
+  AddOutputOption(cmd, &o->output, {"table", "json"});
   cmd->add_flag("--quiet", o->quiet, "no progress on stderr");
   cmd->add_option("file", o->file, "candidate source (.cu for cuda, .cc for host)")->required();
   cmd->callback([o, exit_code] { *exit_code = RunEval(*o); });

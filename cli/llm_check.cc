@@ -12,6 +12,7 @@
 #include "agent/cancel.h"
 #include "agent/llm_client.h"
 #include "cli/commands.h"
+#include "cli/output.h"
 #include "common/status.h"
 #include "nlohmann/json.hpp"
 
@@ -26,7 +27,7 @@ struct LlmCheckOptions {
   double timeout_s = 30;
   int max_tokens = 16;
   int retries = 0;
-  bool json = false;
+  std::string output = "table";
 };
 
 int RunLlmCheck(const LlmCheckOptions& o) {
@@ -58,7 +59,7 @@ int RunLlmCheck(const LlmCheckOptions& o) {
   agent::CancelToken cancel;
   const agent::LlmResult r = (*client)->Complete(request, cancel);
 
-  if (o.json) {
+  if (o.output == "json") {
     nlohmann::json out = {{"ok", r.status.ok()},
                           {"provider", o.provider},
                           {"model", o.model},
@@ -71,7 +72,7 @@ int RunLlmCheck(const LlmCheckOptions& o) {
                           {"reply", r.text},
                           {"note", r.note}};
     if (!r.status.ok()) out["error"] = std::string(r.status.message());
-    std::printf("%s\n", out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
+    std::printf("%s\n", DumpJson(out).c_str());
     if (!r.status.ok()) return ReportStatus("llm check", r.status);
     return kExitOk;
   }
@@ -117,7 +118,7 @@ void RegisterLlm(CLI::App& app, int* exit_code) {
   check->add_option("--retries", opts->retries, "Retries on 429/5xx/timeouts")
       ->check(CLI::Range(0, 10))
       ->capture_default_str();
-  check->add_flag("--json", opts->json, "Print the result as JSON");
+  AddOutputOption(check, &opts->output, {"table", "json"});
   check->callback([opts, exit_code] { *exit_code = RunLlmCheck(*opts); });
 }
 

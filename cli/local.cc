@@ -28,6 +28,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "cli/commands.h"
+#include "cli/job_flags.h"
+#include "cli/output.h"
 #include "cli/remote.h"
 #include "common/status.h"
 #include "fmt/format.h"
@@ -39,22 +41,21 @@ namespace {
 namespace fs = std::filesystem;
 
 struct LocalOptions {
-  std::string problem = "allreduce";
-  std::string budget = "10m";
-  std::string agent;    // llm | search | replay; empty = llm if configured, else search
-  std::string provider, base_url, model, api_key_env;
-  std::string replay_dir;
-  std::string backend;  // host | cuda; empty = cuda if a GPU is usable, else host
-  int world_size = 1;
-  std::string size = "default";
-  std::string dtype;
-  int max_evaluations = 0;
+  JobFlags job;  // shared with `pkforge submit` (cli/job_flags.h)
+  std::string base_url;  // local only: the provider endpoint this run configures
   std::string data_dir = "pkforge-data";
-  bool json = false;
+  std::string output = "table";
 };
 
 bool GpuUsable() {
   return access("/dev/nvidiactl", F_OK) == 0 && access("/dev/nvidia0", F_OK) == 0;
+}
+
+// /dev/nvidiaN device nodes (the "auto" world size on cuda).
+int GpuCount() {
+  int n = 0;
+  while (n < 64 && access(("/dev/nvidia" + std::to_string(n)).c_str(), F_OK) == 0) ++n;
+  return n;
 }
 
 // One daemon child: stdout is read until its "listening" line, stderr goes
@@ -153,11 +154,17 @@ std::string Trim(std::string s) {
   return s;
 }
 
-int RunLocal(const LocalOptions& o) {
+int RunLocal(const LocalOptions& lo) {
+  const JobFlags& o = lo.job;
+  const bool json = lo.output == "json";
+  if (!o.provider.empty() && o.provider != "openai" && o.provider != "anthropic") {
+    return ReportStatus("local", absl::InvalidArgumentError(absl::StrCat(
+                                     "--provider '", o.provider, "': openai or anthropic")));
+  }
   auto budget = ParseDuration(o.budget);
   if (!budget.ok()) return ReportStatus("local", budget.status());
   std::error_code ec;
-  const fs::path data = fs::absolute(o.data_dir, ec);
+  const fs::path data = fs::absolute(lo.data_dir, ec);
   fs::create_directories(data / "logs", ec);
   if (ec) {
     return ReportStatus("local", absl::UnavailableError(absl::StrCat(
@@ -174,14 +181,20 @@ int RunLocal(const LocalOptions& o) {
 
   // Choices, each said out loud.
   const bool gpu = GpuUsable();
-  const std::string backend = o.backend.empty() ? (gpu ? "cuda" : "host") : o.backend;
-  std::string why_backend = !o.backend.empty() ? "as requested"
+  const int gpus = gpu ? std::max(1, GpuCount()) : 0;
+  const std::string backend = o.ResolvedBackend(gpus);
+  std::string why_backend = o.backend != "auto" ? "as requested"
                             : gpu               ? "a GPU is usable"
                                                 : "no usable GPU (/dev/nvidia0) here";
+  const int world_size = o.ResolvedWorldSize(backend, gpus);
+  const std::string why_world = o.world_size > 0 ? "as requested"
+                                : backend == "host"
+                                    ? "the host default: ranks as processes, so the job is multi-rank"
+                                    : "every usable GPU here";
   std::string agent = o.agent;
   std::string why_agent = "as requested";
   const bool provider_configured = !o.model.empty() && !o.api_key_env.empty();
-  if (agent.empty()) {
+  if (agent == "auto") {
     if (provider_configured && getenv(o.api_key_env.c_str()) != nullptr) {
       agent = "llm";
       why_agent = absl::StrCat("provider ", o.provider.empty() ? "openai" : o.provider, ", model ", o.model);
@@ -192,11 +205,20 @@ int RunLocal(const LocalOptions& o) {
                       : "no LLM provider configured (--provider --model --api-key-env)";
     }
   }
-  if (!o.json) {
+  // Host timings are CPU timings: say so before anything else (and again
+  // with the result), since nobody should read them as GPU numbers.
+  const std::string host_note =
+      "host backend: ranks are CPU processes and every timing is a CPU timing (development "
+      "only; speedups say nothing about GPUs)";
+  if (!json) {
     std::printf("pkforge local: data in %s\n", data.string().c_str());
-    std::printf("pkforge local: backend %s (%s), agent %s (%s)\n", backend.c_str(), why_backend.c_str(),
-                agent.c_str(), why_agent.c_str());
+    std::printf("pkforge local: backend %s (%s), world size %d (%s), agent %s (%s)\n",
+                backend.c_str(), why_backend.c_str(), world_size, why_world.c_str(), agent.c_str(),
+                why_agent.c_str());
+    if (backend == "host") std::printf("pkforge local: %s\n", host_note.c_str());
     std::fflush(stdout);
+  } else if (backend == "host") {
+    std::fprintf(stderr, "pkforge local: %s\n", host_note.c_str());
   }
 
   // Signals are handled by a thread of ours (Ctrl-C cancels the job).
@@ -221,10 +243,10 @@ int RunLocal(const LocalOptions& o) {
   if (agent == "llm") {
     orch_argv.push_back("--provider");
     orch_argv.push_back(absl::StrCat("local=", o.provider == "anthropic" ? "anthropic" : "openai", ",",
-                                     o.base_url.empty() ? (o.provider == "anthropic"
+                                     lo.base_url.empty() ? (o.provider == "anthropic"
                                                                ? "https://api.anthropic.com"
                                                                : "https://api.openai.com/v1")
-                                                        : o.base_url,
+                                                        : lo.base_url,
                                      ",", o.api_key_env));
   }
   if (agent == "replay") {
@@ -235,7 +257,7 @@ int RunLocal(const LocalOptions& o) {
   if (!st.ok()) return ReportStatus("local", st);
   auto orch_addr = AwaitLine(&orchestrator, "LISTENING ", 60);
   if (!orch_addr.ok()) return ReportStatus("local", orch_addr.status());
-  if (!o.json)
+  if (!json)
     std::printf("pkforge local: executor %s, orchestrator %s (logs in %s)\n", Trim(*exec_addr).c_str(),
                 Trim(*orch_addr).c_str(), (data / "logs").string().c_str());
 
@@ -244,29 +266,11 @@ int RunLocal(const LocalOptions& o) {
   auto remote = Remote::Connect(ro);
   if (!remote.ok()) return ReportStatus("local", remote.status());
 
-  v1::JobSpec spec;
-  spec.set_problem(o.problem);
-  spec.set_backend(backend == "cuda" ? v1::BACKEND_CUDA : v1::BACKEND_HOST);
-  spec.set_world_size(o.world_size);
-  if (!o.dtype.empty()) {
-    v1::Dtype d;
-    std::string name = "DTYPE_" + o.dtype;
-    for (auto& ch : name) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
-    if (!v1::Dtype_Parse(name, &d))
-      return ReportStatus("local", absl::InvalidArgumentError("--dtype: bf16, f16 or f32"));
-    spec.set_dtype(d);
-  }
-  spec.mutable_size()->set_preset(o.size);
-  spec.set_label("local");
-  auto* a = spec.mutable_agent();
-  a->set_kind(agent == "llm" ? v1::AGENT_KIND_LLM : agent == "replay" ? v1::AGENT_KIND_REPLAY : v1::AGENT_KIND_SEARCH);
-  if (agent == "llm") {
-    a->mutable_llm()->set_provider_name("local");
-    a->mutable_llm()->set_model(o.model);
-  }
-  if (agent == "replay") a->set_replay_dir(fs::absolute(o.replay_dir).string());
-  spec.mutable_budget()->set_wall_seconds(*budget);
-  spec.mutable_budget()->set_max_evaluations(o.max_evaluations);
+  auto built = JobSpecFromFlags(o, backend, world_size, agent, "local");
+  if (!built.ok()) return ReportStatus("local", built.status());
+  v1::JobSpec spec = *std::move(built);
+  if (o.label.empty()) spec.set_label("local");
+  if (agent == "replay") spec.mutable_agent()->set_replay_dir(fs::absolute(o.replay_dir).string());
 
   v1::SubmitJobRequest req;
   *req.mutable_spec() = spec;
@@ -276,7 +280,7 @@ int RunLocal(const LocalOptions& o) {
     grpc::Status gs = remote->stub()->SubmitJob(ctx.get(), req, &job);
     if (!gs.ok()) return ReportStatus("local", RemoteError(*remote, gs));
   }
-  if (!o.json) std::printf("pkforge local: job %s\n", job.id().c_str());
+  if (!json) std::printf("pkforge local: job %s\n", job.id().c_str());
   std::fflush(stdout);
 
   // Ctrl-C: cancel the job (the watch then ends with it); twice: stop now.
@@ -304,11 +308,11 @@ int RunLocal(const LocalOptions& o) {
     }
   });
   // With --json, stdout carries only the final JSON: progress goes to stderr.
-  const int saved_stdout = o.json ? dup(1) : -1;
-  if (o.json) dup2(2, 1);
+  const int saved_stdout = json ? dup(1) : -1;
+  if (json) dup2(2, 1);
   const int watch_rc = RunWatch(*remote, job.id(), /*json=*/false);
   std::fflush(stdout);
-  if (o.json) {
+  if (json) {
     dup2(saved_stdout, 1);
     close(saved_stdout);
   }
@@ -347,17 +351,22 @@ int RunLocal(const LocalOptions& o) {
     auto ctx = remote->Context(60);
     (void)remote->stub()->AnalyzePlateau(ctx.get(), p, &plateau);
   }
-  if (o.json) {
-    std::string out = "{\"job\":" + ToJsonText(job) + ",\"best_source\":\"" + best_path +
-                      "\",\"plateau\":" + ToJsonText(plateau) + "}";
-    std::printf("%s\n", out.c_str());
+  if (json) {
+    nlohmann::json out = {{"job", ProtoJsonValue(job)},
+                          {"best_source", best_path},
+                          {"plateau", ProtoJsonValue(plateau)},
+                          {"timings", backend == "host" ? "cpu" : "gpu"}};
+    if (job.has_best_speedup() && job.best_roofline_fraction() > 1.0)
+      out["roofline_suspect"] = kSuspectRoofline;
+    std::printf("%s\n", DumpJson(out).c_str());
   } else {
     std::printf("\n== result of job %s (%s) ==\n", job.id().c_str(), v1::JobState_Name(job.state()).c_str());
     std::printf("  evaluations %d in %.1f s (%s)\n", job.evaluations(), job.elapsed_ms() / 1e3,
                 job.stop_reason().empty() ? "-" : job.stop_reason().c_str());
     if (job.has_best_speedup()) {
-      std::printf("  best speedup %.3fx over the reference, %.1f%% of the roofline\n", job.best_speedup(),
-                  100 * job.best_roofline_fraction());
+      std::printf("  best speedup %.3fx over the reference, %s\n", job.best_speedup(),
+                  RooflineText(job.best_roofline_fraction()).c_str());
+      if (backend == "host") std::printf("  (%s)\n", host_note.c_str());
       if (!best_path.empty()) std::printf("  best source %s\n", best_path.c_str());
     } else {
       std::printf("  no correct candidate\n");
@@ -389,24 +398,11 @@ int RunLocal(const LocalOptions& o) {
 void RegisterLocal(CLI::App& app, int* exit_code) {
   auto opts = std::make_shared<LocalOptions>();
   CLI::App* cmd = app.add_subcommand("local", "Run an optimization job on this machine");
-  cmd->add_option("--problem", opts->problem, "Problem name")->capture_default_str();
-  cmd->add_option("--budget", opts->budget, "Wall-clock budget, e.g. 90s, 10m, 1h")->capture_default_str();
-  cmd->add_option("--agent", opts->agent, "llm | search | replay (default: llm when a provider is configured)")
-      ->check(CLI::IsMember({"llm", "search", "replay"}));
-  cmd->add_option("--provider", opts->provider, "openai | anthropic")->check(CLI::IsMember({"openai", "anthropic"}));
+  opts->job.Add(cmd, "openai | anthropic (the provider this run configures)");
   cmd->add_option("--base-url", opts->base_url, "Provider endpoint (OpenAI-compatible or Anthropic)");
-  cmd->add_option("--model", opts->model, "Model name");
-  cmd->add_option("--api-key-env", opts->api_key_env, "Environment variable holding the API key");
-  cmd->add_option("--replay-dir", opts->replay_dir, "Candidates to replay (--agent replay)");
-  cmd->add_option("--backend", opts->backend, "host | cuda (default: cuda when a GPU is usable)")
-      ->check(CLI::IsMember({"host", "cuda"}));
-  cmd->add_option("--world-size", opts->world_size, "Ranks")->check(CLI::Range(1, 64));
-  cmd->add_option("--size", opts->size, "tiny | default | large")->capture_default_str();
-  cmd->add_option("--dtype", opts->dtype, "bf16 | f16 | f32 (default: the problem's)");
-  cmd->add_option("--max-evaluations", opts->max_evaluations, "Stop after this many evaluations (0: no limit)");
   cmd->add_option("--data-dir", opts->data_dir, "Where the database, cache, logs and sources go")
       ->capture_default_str();
-  cmd->add_flag("--json", opts->json, "Print the result as JSON");
+  AddOutputOption(cmd, &opts->output, {"table", "json"});
   cmd->callback([opts, exit_code] { *exit_code = RunLocal(*opts); });
 }
 

@@ -3,12 +3,14 @@
 
 #include "cli/commands.h"
 #include "common/logging.h"
+#include "common/version.h"
 
 int main(int argc, char** argv) {
   CLI::App app{
       "pkforge: LLM agents that optimize multi-GPU kernels, evaluated honestly.\n"
       "Exit codes: 0 ok, 1 failed, 2 usage/invalid input, 3 not found, 4 unavailable, "
       "5 internal error."};
+  app.set_version_flag("--version", "pkforge " + pkforge::VersionString());
   app.require_subcommand(1);
   int exit_code = pkforge::cli::kExitOk;
   pkforge::cli::RegisterLocal(app, &exit_code);

@@ -20,9 +20,13 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_join.h"
+#include "absl/time/time.h"
 #include "cli/commands.h"
+#include "cli/job_flags.h"
 #include "cli/offline.h"
+#include "cli/output.h"
 #include "common/grpc_status.h"
 #include "common/status.h"
 #include "fmt/format.h"
@@ -135,13 +139,7 @@ absl::Status RemoteError(const Remote& remote, const grpc::Status& status) {
   return s;
 }
 
-std::string ToJsonText(const google::protobuf::Message& m) {
-  std::string out;
-  google::protobuf::util::JsonPrintOptions o;
-  o.add_whitespace = true;
-  (void)google::protobuf::util::MessageToJsonString(m, &out, o);
-  return out;
-}
+std::string ToJsonText(const google::protobuf::Message& m) { return ProtoJson(m); }
 
 namespace {
 
@@ -173,20 +171,25 @@ bool Terminal(v1::JobState s) {
 
 int ExitForState(v1::JobState s) { return s == v1::JOB_STATE_SUCCEEDED ? kExitOk : kExitFailed; }
 
-// "90", "90s", "10m", "1.5h" -> seconds.
 }  // namespace
 
 absl::StatusOr<double> ParseDuration(const std::string& text) {
   if (text.empty()) return 0.0;
-  char* end = nullptr;
-  double v = std::strtod(text.c_str(), &end);
-  std::string unit = end ? end : "";
-  double mult = unit.empty() || unit == "s" ? 1 : unit == "m" ? 60 : unit == "h" ? 3600 : -1;
-  if (end == text.c_str() || mult < 0 || !std::isfinite(v) || v < 0) {
+  // A bare number is seconds; anything else is an absl duration ("90s",
+  // "5m", "1h30m", "1.5h", "250ms").
+  double seconds = 0;
+  absl::Duration d;
+  if (absl::SimpleAtod(text, &seconds) && text.find_first_not_of("0123456789.") == std::string::npos) {
+    d = absl::Seconds(seconds);
+  } else if (!absl::ParseDuration(text, &d)) {
     return absl::InvalidArgumentError(
-        absl::StrCat("--budget '", text, "': expected a duration like 90s, 10m or 1h"));
+        absl::StrCat("--budget '", text, "': expected a duration like 90s, 5m, 1h30m or 1.5h"));
   }
-  return v * mult;
+  if (d < absl::ZeroDuration() || d == absl::InfiniteDuration()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--budget '", text, "': must be a finite duration >= 0"));
+  }
+  return absl::ToDoubleSeconds(d);
 }
 
 namespace {
@@ -211,8 +214,8 @@ void PrintJob(const v1::Job& j) {
   std::printf("progress   %.1f s  turns %d  evaluations %d  tokens %lld  cost $%.4f\n",
               static_cast<double>(j.elapsed_ms()) / 1e3, j.turns(), j.evaluations(),
               static_cast<long long>(j.tokens()), j.cost_usd());
-  std::printf("best       %s  roofline %.1f%%  last status %s\n", Speedup(j).c_str(),
-              100 * j.best_roofline_fraction(),
+  std::printf("best       %s  %s  last status %s\n", Speedup(j).c_str(),
+              RooflineText(j.best_roofline_fraction()).c_str(),
               v1::EvaluationResult::Status_Name(j.last_status()).c_str());
 }
 
@@ -221,76 +224,65 @@ void PrintJob(const v1::Job& j) {
 struct SubmitOptions {
   RemoteOptions remote;
   std::string job_file;
-  std::string problem = "allreduce", backend = "host", dtype, size = "tiny", agent = "search";
-  int world_size = 1;
-  std::string provider_name, model;
-  std::string api_key_env;  // this client's variable holding its own key (if the provider allows)
-  double temperature = 0.7;
-  std::string strategy = "sequential";
-  int n = 0;
-  std::string replay_dir;
-  std::string budget;
-  int max_turns = 0, max_evaluations = 0;
-  int64_t max_tokens = 0;
-  double target_speedup = 0, max_cost = 0;
-  uint64_t seed = 0;
-  std::string label, request_id;
-  int trials = 0;
+  JobFlags job;  // shared with `pkforge local` (cli/job_flags.h)
+  std::string request_id;
   bool watch = false;
-  bool json = false;
+  std::string output = "table";
 };
 
-absl::StatusOr<v1::JobSpec> SpecFromFlags(const SubmitOptions& o) {
+// Usable GPUs of the best-equipped healthy executor (what "auto" backend and
+// world size mean for a job sent to this orchestrator).
+absl::StatusOr<int> ExecutorGpus(const Remote& remote) {
+  v1::ListExecutorsResponse resp;
+  auto ctx = remote.Context();
+  grpc::Status st = remote.stub()->ListExecutors(ctx.get(), v1::ListExecutorsRequest(), &resp);
+  if (!st.ok()) return RemoteError(remote, st);
+  int gpus = 0;
+  for (const auto& e : resp.executors()) {
+    const bool cuda = std::find(e.device().backends().begin(), e.device().backends().end(),
+                                v1::BACKEND_CUDA) != e.device().backends().end();
+    if (e.healthy() && cuda) gpus = std::max(gpus, e.device().usable_gpus());
+  }
+  return gpus;
+}
+
+absl::StatusOr<v1::JobSpec> SpecFromFlags(const SubmitOptions& so, const Remote& remote) {
   v1::JobSpec s;
-  if (!o.job_file.empty()) {
-    std::ifstream in(o.job_file);
-    if (!in) return absl::NotFoundError(absl::StrCat("cannot read ", o.job_file));
+  if (!so.job_file.empty()) {
+    std::ifstream in(so.job_file);
+    if (!in) return absl::NotFoundError(absl::StrCat("cannot read ", so.job_file));
     std::stringstream ss;
     ss << in.rdbuf();
     auto st = google::protobuf::util::JsonStringToMessage(ss.str(), &s);
     if (!st.ok()) {
-      return absl::InvalidArgumentError(absl::StrCat(o.job_file, ": ", st.ToString()));
+      return absl::InvalidArgumentError(absl::StrCat(so.job_file, ": ", st.ToString()));
     }
     return s;
   }
-  s.set_problem(o.problem);
-  s.set_backend(o.backend == "cuda" ? v1::BACKEND_CUDA : v1::BACKEND_HOST);
-  s.set_world_size(o.world_size);
-  if (!o.dtype.empty()) {
-    v1::Dtype d;
-    std::string name = "DTYPE_" + o.dtype;
-    for (auto& c : name) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-    if (!v1::Dtype_Parse(name, &d)) {
-      return absl::InvalidArgumentError(absl::StrCat("--dtype '", o.dtype, "' is unknown"));
-    }
-    s.set_dtype(d);
+  const JobFlags& o = so.job;
+  int gpus = 0;
+  if (o.backend == "auto" || (o.world_size == 0 && o.backend == "cuda")) {
+    ASSIGN_OR_RETURN(gpus, ExecutorGpus(remote));
   }
-  if (!o.size.empty()) s.mutable_size()->set_preset(o.size);
+  const std::string backend = o.ResolvedBackend(gpus);
+  const std::string agent = o.agent != "auto"   ? o.agent
+                            : !o.model.empty()  ? "llm"
+                                                : "search";
+  ASSIGN_OR_RETURN(s, JobSpecFromFlags(o, backend, o.ResolvedWorldSize(backend, gpus), agent,
+                                       o.provider));
   auto* a = s.mutable_agent();
-  a->set_kind(o.agent == "llm"      ? v1::AGENT_KIND_LLM
-              : o.agent == "replay" ? v1::AGENT_KIND_REPLAY
-                                    : v1::AGENT_KIND_SEARCH);
-  if (o.agent == "llm") {
-    a->mutable_llm()->set_provider_name(o.provider_name);
-    a->mutable_llm()->set_model(o.model);
-    if (!o.api_key_env.empty()) {
-      // The client's own key, read here and sent in the request; the
-      // orchestrator uses it only if its operator allows client keys for
-      // this provider, and never stores or echoes it.
-      const char* key = std::getenv(o.api_key_env.c_str());
-      if (key == nullptr || key[0] == '\0') {
-        return absl::InvalidArgumentError(
-            absl::StrCat("--api-key-env: ", o.api_key_env, " is not set in this environment"));
-      }
-      a->mutable_llm()->set_api_key(key);
+  if (agent == "llm" && !o.api_key_env.empty()) {
+    // The client's own key, read here and sent in the request; the
+    // orchestrator uses it only if its operator allows client keys for
+    // this provider, and never stores or echoes it.
+    const char* key = std::getenv(o.api_key_env.c_str());
+    if (key == nullptr || key[0] == '\0') {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--api-key-env: ", o.api_key_env, " is not set in this environment"));
     }
-    a->mutable_llm()->set_temperature(o.temperature);
-    a->mutable_strategy()->set_kind(o.strategy == "best_of_n" ? v1::STRATEGY_BEST_OF_N
-                                    : o.strategy == "tree"    ? v1::STRATEGY_TREE
-                                                              : v1::STRATEGY_SEQUENTIAL);
-    a->mutable_strategy()->set_n(o.n);
+    a->mutable_llm()->set_api_key(key);
   }
-  if (o.agent == "replay") {
+  if (agent == "replay") {
     // The candidates travel in the request (the orchestrator reads no files
     // for clients unless its operator set a replay root).
     namespace fs = std::filesystem;
@@ -310,24 +302,13 @@ absl::StatusOr<v1::JobSpec> SpecFromFlags(const SubmitOptions& o) {
       src->set_source(buf.str());
     }
   }
-  ASSIGN_OR_RETURN(double wall, ParseDuration(o.budget));
-  auto* b = s.mutable_budget();
-  b->set_wall_seconds(wall);
-  b->set_max_turns(o.max_turns);
-  b->set_max_evaluations(o.max_evaluations);
-  b->set_max_tokens(o.max_tokens);
-  b->set_target_speedup(o.target_speedup);
-  b->set_max_cost_usd(o.max_cost);
-  s.set_seed(o.seed);
-  s.set_label(o.label);
-  s.mutable_eval()->set_trials(o.trials);
   return s;
 }
 
 int RunSubmit(const SubmitOptions& o) {
   auto remote = Remote::Connect(o.remote);
   if (!remote.ok()) return ReportStatus("submit", remote.status());
-  auto spec = SpecFromFlags(o);
+  auto spec = SpecFromFlags(o, *remote);
   if (!spec.ok()) return ReportStatus("submit", spec.status());
   v1::SubmitJobRequest req;
   *req.mutable_spec() = *spec;
@@ -336,13 +317,14 @@ int RunSubmit(const SubmitOptions& o) {
   auto ctx = remote->Context();
   grpc::Status st = remote->stub()->SubmitJob(ctx.get(), req, &job);
   if (!st.ok()) return ReportStatus("submit", RemoteError(*remote, st));
-  if (o.json) {
+  const bool json = o.output == "json";
+  if (json) {
     std::printf("%s\n", ToJsonText(job).c_str());
   } else {
     std::printf("%s\n", job.id().c_str());
   }
   std::fflush(stdout);
-  if (o.watch) return RunWatch(*remote, job.id(), o.json);
+  if (o.watch) return RunWatch(*remote, job.id(), json);
   return kExitOk;
 }
 
@@ -421,10 +403,7 @@ int RunWatch(const Remote& remote, const std::string& job_id, bool json) {
         after = resp.event().seq();
         view.Apply(resp.event());
         if (json) {
-          std::string line;
-          google::protobuf::util::JsonPrintOptions o;
-          (void)google::protobuf::util::MessageToJsonString(resp.event(), &line, o);
-          std::printf("%s\n", line.c_str());
+          std::printf("%s\n", ProtoJson(resp.event(), /*pretty=*/false).c_str());
         } else if (!tty) {
           // Not a terminal: one line per change of interest, no carriage returns.
           if (resp.event().has_state_changed() || resp.event().has_evaluation_finished()) {
@@ -535,15 +514,26 @@ std::string Backends(const google::protobuf::RepeatedField<int>& b) {
   return absl::StrJoin(out, ",");
 }
 
-int RunProblems(const RemoteOptions& ro, bool json) {
+int RunProblems(const RemoteOptions& ro, OutputFormat format) {
   auto remote = Remote::Connect(ro);
   if (!remote.ok()) return ReportStatus("problems", remote.status());
   v1::ListProblemsResponse resp;
   auto ctx = remote->Context();
   grpc::Status st = remote->stub()->ListProblems(ctx.get(), v1::ListProblemsRequest(), &resp);
   if (!st.ok()) return ReportStatus("problems", RemoteError(*remote, st));
-  if (json) {
+  if (format == OutputFormat::kJson) {
     std::printf("%s\n", ToJsonText(resp).c_str());
+    return kExitOk;
+  }
+  if (format == OutputFormat::kCsv) {
+    std::printf("%s", CsvLine({"problem", "category", "backends", "size_presets", "min_world_size",
+                               "max_world_size"}).c_str());
+    for (const auto& p : resp.problems()) {
+      std::printf("%s", CsvLine({p.name(), p.category(), Backends(p.backends()),
+                                 absl::StrJoin(p.size_presets(), ","),
+                                 std::to_string(p.min_world_size()),
+                                 std::to_string(p.max_world_size())}).c_str());
+    }
     return kExitOk;
   }
   std::printf("%-22s %-18s %-10s %-16s %s\n", "PROBLEM", "CATEGORY", "BACKENDS", "PRESETS",
@@ -556,15 +546,26 @@ int RunProblems(const RemoteOptions& ro, bool json) {
   return kExitOk;
 }
 
-int RunExecutors(const RemoteOptions& ro, bool json) {
+int RunExecutors(const RemoteOptions& ro, OutputFormat format) {
   auto remote = Remote::Connect(ro);
   if (!remote.ok()) return ReportStatus("executors", remote.status());
   v1::ListExecutorsResponse resp;
   auto ctx = remote->Context();
   grpc::Status st = remote->stub()->ListExecutors(ctx.get(), v1::ListExecutorsRequest(), &resp);
   if (!st.ok()) return ReportStatus("executors", RemoteError(*remote, st));
-  if (json) {
+  if (format == OutputFormat::kJson) {
     std::printf("%s\n", ToJsonText(resp).c_str());
+    return kExitOk;
+  }
+  if (format == OutputFormat::kCsv) {
+    std::printf("%s", CsvLine({"executor", "healthy", "in_flight", "completed", "usable_gpus",
+                               "backends", "last_error"}).c_str());
+    for (const auto& e : resp.executors()) {
+      std::printf("%s", CsvLine({e.address(), e.healthy() ? "true" : "false",
+                                 std::to_string(e.in_flight()), std::to_string(e.completed()),
+                                 std::to_string(e.device().usable_gpus()),
+                                 Backends(e.device().backends()), e.last_error()}).c_str());
+    }
     return kExitOk;
   }
   std::printf("%-24s %-8s %-9s %-9s %-5s %-10s %s\n", "EXECUTOR", "HEALTHY", "IN_FLIGHT",
@@ -586,54 +587,25 @@ void RegisterRemote(CLI::App& app, int* exit_code) {
     CLI::App* cmd = app.add_subcommand("submit", "Submit an optimization job to the orchestrator");
     o->remote.Add(cmd);
     cmd->add_option("--job-file", o->job_file, "JobSpec as proto3 JSON (other spec flags ignored)");
-    cmd->add_option("--problem", o->problem, "Problem name")->capture_default_str();
-    cmd->add_option("--backend", o->backend, "host | cuda")
-        ->check(CLI::IsMember({"host", "cuda"}))
-        ->capture_default_str();
-    cmd->add_option("--world-size", o->world_size, "Ranks")->capture_default_str();
-    cmd->add_option("--dtype", o->dtype, "f32 | f16 | bf16 | ... (default: the problem's)");
-    cmd->add_option("--size", o->size, "Size preset")->capture_default_str();
-    cmd->add_option("--agent", o->agent, "llm | search | replay")
-        ->check(CLI::IsMember({"llm", "search", "replay"}))
-        ->capture_default_str();
-    cmd->add_option("--provider", o->provider_name,
-                    "llm: one of the orchestrator's providers (its operator configures them "
-                    "with pkforge-orchestrator --provider NAME=KIND,BASE_URL,KEY_ENV)");
-    cmd->add_option("--model", o->model, "LLM model");
-    cmd->add_option("--api-key-env", o->api_key_env,
-                    "llm: environment variable (of this client) holding your own key for the "
-                    "provider; accepted only where its operator allows client keys");
-    cmd->add_option("--temperature", o->temperature, "LLM temperature");
-    cmd->add_option("--strategy", o->strategy, "sequential | best_of_n | tree")
-        ->check(CLI::IsMember({"sequential", "best_of_n", "tree"}));
-    cmd->add_option("--n", o->n, "best_of_n: candidates per turn");
-    cmd->add_option("--replay-dir", o->replay_dir,
-                    "replay: local directory whose files are sent as the candidates");
-    cmd->add_option("--budget", o->budget, "Wall-clock budget, e.g. 90s, 10m, 1h");
-    cmd->add_option("--max-turns", o->max_turns, "Turn budget");
-    cmd->add_option("--max-evaluations", o->max_evaluations, "Evaluation budget");
-    cmd->add_option("--max-tokens", o->max_tokens, "Token budget");
-    cmd->add_option("--target-speedup", o->target_speedup, "Stop once reached");
-    cmd->add_option("--max-cost", o->max_cost, "Cost budget (USD)");
-    cmd->add_option("--seed", o->seed, "Agent seed");
-    cmd->add_option("--label", o->label, "Experiment label");
-    cmd->add_option("--trials", o->trials, "Correctness trials per evaluation");
+    o->job.Add(cmd,
+               "llm: one of the orchestrator's providers (its operator configures them "
+               "with pkforge-orchestrator --provider NAME=KIND,BASE_URL,KEY_ENV)");
     cmd->add_option("--request-id", o->request_id, "Idempotency key");
     cmd->add_flag("--watch", o->watch, "Watch the job until it ends");
-    cmd->add_flag("--json", o->json, "Print the job as JSON");
+    AddOutputOption(cmd, &o->output, {"table", "json"});
     cmd->callback([o, exit_code] { *exit_code = RunSubmit(*o); });
   }
   {
     auto ro = std::make_shared<RemoteOptions>();
     auto job = std::make_shared<std::string>();
-    auto json = std::make_shared<bool>(false);
+    auto output = std::make_shared<std::string>();
     CLI::App* cmd = app.add_subcommand("watch", "Follow a job live until it ends");
     cmd->add_option("job", *job, "Job id")->required();
     ro->Add(cmd);
-    cmd->add_flag("--json", *json, "One JSON event per line");
-    cmd->callback([ro, job, json, exit_code] {
+    AddOutputOption(cmd, output.get(), {"table", "json"});  // json: one event per line
+    cmd->callback([ro, job, output, exit_code] {
       auto remote = Remote::Connect(*ro);
-      *exit_code = remote.ok() ? RunWatch(*remote, *job, *json)
+      *exit_code = remote.ok() ? RunWatch(*remote, *job, *output == "json")
                                : ReportStatus("watch", remote.status());
     });
   }
@@ -641,43 +613,43 @@ void RegisterRemote(CLI::App& app, int* exit_code) {
     auto ro = std::make_shared<RemoteOptions>();
     auto job = std::make_shared<std::string>();
     auto out = std::make_shared<std::string>();
-    auto json = std::make_shared<bool>(false);
+    auto output = std::make_shared<std::string>();
     CLI::App* cmd = app.add_subcommand("show", "Summary of a job and its best candidate");
     cmd->add_option("job", *job, "Job id")->required();
     ro->Add(cmd);
     cmd->add_option("--source-out", *out, "Write the best candidate's source to this file");
-    cmd->add_flag("--json", *json, "JSON output");
+    AddOutputOption(cmd, output.get(), {"table", "json"});
     auto db = std::make_shared<std::string>();
     cmd->add_option("--db", *db, "Trajectory database file (offline, no server, read-only)");
-    cmd->callback([=] { *exit_code = RunShow(*ro, *job, *json, *out, *db); });
+    cmd->callback([=] { *exit_code = RunShow(*ro, *job, *output == "json", *out, *db); });
   }
   {
     auto ro = std::make_shared<RemoteOptions>();
     auto job = std::make_shared<std::string>();
     auto reason = std::make_shared<std::string>();
-    auto json = std::make_shared<bool>(false);
+    auto output = std::make_shared<std::string>();
     CLI::App* cmd = app.add_subcommand("cancel", "Cancel a job");
     cmd->add_option("job", *job, "Job id")->required();
     ro->Add(cmd);
     cmd->add_option("--reason", *reason, "Why (recorded)");
-    cmd->add_flag("--json", *json, "JSON output");
-    cmd->callback([=] { *exit_code = RunCancel(*ro, *job, *reason, *json); });
+    AddOutputOption(cmd, output.get(), {"table", "json"});
+    cmd->callback([=] { *exit_code = RunCancel(*ro, *job, *reason, *output == "json"); });
   }
   {
     auto ro = std::make_shared<RemoteOptions>();
-    auto json = std::make_shared<bool>(false);
+    auto output = std::make_shared<std::string>();
     CLI::App* cmd = app.add_subcommand("problems", "Problems the executors offer");
     ro->Add(cmd);
-    cmd->add_flag("--json", *json, "JSON output");
-    cmd->callback([=] { *exit_code = RunProblems(*ro, *json); });
+    AddOutputOption(cmd, output.get());
+    cmd->callback([=] { *exit_code = RunProblems(*ro, ParseOutputFormat(*output)); });
   }
   {
     auto ro = std::make_shared<RemoteOptions>();
-    auto json = std::make_shared<bool>(false);
+    auto output = std::make_shared<std::string>();
     CLI::App* cmd = app.add_subcommand("executors", "Executors and their health");
     ro->Add(cmd);
-    cmd->add_flag("--json", *json, "JSON output");
-    cmd->callback([=] { *exit_code = RunExecutors(*ro, *json); });
+    AddOutputOption(cmd, output.get());
+    cmd->callback([=] { *exit_code = RunExecutors(*ro, ParseOutputFormat(*output)); });
   }
 }
 

@@ -44,10 +44,54 @@ class MessageFlag final : public spdlog::custom_flag_formatter {
 
 }  // namespace
 
+namespace {
+
+// Length of the well-formed UTF-8 sequence at text[i] (RFC 3629: no overlong
+// forms, no surrogates, nothing above U+10FFFF), or 0 when it is not one.
+size_t Utf8SequenceLength(std::string_view text, size_t i) {
+  const auto b = [&](size_t k) { return static_cast<unsigned char>(text[i + k]); };
+  const unsigned char c = b(0);
+  size_t n = 0;
+  unsigned char lo = 0x80, hi = 0xBF;  // allowed range of the second byte
+  if (c >= 0xC2 && c <= 0xDF) {
+    n = 2;
+  } else if (c >= 0xE0 && c <= 0xEF) {
+    n = 3;
+    if (c == 0xE0) lo = 0xA0;
+    if (c == 0xED) hi = 0x9F;
+  } else if (c >= 0xF0 && c <= 0xF4) {
+    n = 4;
+    if (c == 0xF0) lo = 0x90;
+    if (c == 0xF4) hi = 0x8F;
+  } else {
+    return 0;
+  }
+  if (i + n > text.size()) return 0;
+  if (b(1) < lo || b(1) > hi) return 0;
+  for (size_t k = 2; k < n; ++k)
+    if (b(k) < 0x80 || b(k) > 0xBF) return 0;
+  return n;
+}
+
+}  // namespace
+
+// Invalid UTF-8 (a truncated or binary byte from a compiler message, a
+// candidate's output) becomes U+FFFD, so every json log line stays valid JSON.
 std::string JsonEscape(std::string_view text) {
   std::string out;
   out.reserve(text.size() + 8);
-  for (unsigned char c : text) {
+  for (size_t i = 0; i < text.size(); ++i) {
+    const unsigned char c = static_cast<unsigned char>(text[i]);
+    if (c >= 0x80) {
+      const size_t n = Utf8SequenceLength(text, i);
+      if (n == 0) {
+        out += "\\ufffd";
+      } else {
+        out.append(text.data() + i, n);
+        i += n - 1;
+      }
+      continue;
+    }
     switch (c) {
       case '"':
         out += "\\\"";

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
 
 namespace pkforge {
 namespace {
@@ -68,6 +69,33 @@ TEST(LoggingTest, JsonEscapeControlCharacters) {
                                    3)),
             "a\\u0001b");
   EXPECT_EQ(JsonEscape("tab\there"), "tab\\there");
+}
+
+// Bytes that are not UTF-8 (a binary fragment of a candidate's output, a
+// truncated multi-byte character) must not make the log line invalid JSON.
+TEST(LoggingTest, JsonLinesStayValidForInvalidUtf8) {
+  std::string path = TempPath("pkf_logging_utf8");
+  std::filesystem::remove(path);
+  ASSERT_TRUE(InitLogging({.level = "info", .format = "json", .file = path, .name = "t"}).ok());
+  const std::string bad = std::string("caf\xc3\xa9 \xff\xfe bin \xc3 trunc \xed\xa0\x80 surrogate ") +
+                          "\xe2\x82";  // a cut-off euro sign at the end
+  spdlog::info("output: {}", bad);
+  spdlog::default_logger()->flush();
+  std::string out = ReadAll(path);
+  ASSERT_EQ(std::count(out.begin(), out.end(), '\n'), 1) << out;
+  nlohmann::json line;
+  ASSERT_NO_THROW(line = nlohmann::json::parse(out)) << out;
+  const std::string msg = line.at("msg").get<std::string>();
+  EXPECT_NE(msg.find("caf\xc3\xa9"), std::string::npos) << msg;  // valid UTF-8 kept as is
+  EXPECT_NE(msg.find("\xef\xbf\xbd\xef\xbf\xbd bin \xef\xbf\xbd trunc"), std::string::npos) << msg;
+  std::filesystem::remove(path);
+}
+
+TEST(LoggingTest, JsonEscapeReplacesInvalidUtf8) {
+  EXPECT_EQ(JsonEscape("\xc3\xa9"), "\xc3\xa9");
+  EXPECT_EQ(JsonEscape("a\xff"), "a\\ufffd");
+  EXPECT_EQ(JsonEscape("\xc0\xaf"), "\\ufffd\\ufffd");  // overlong '/'
+  EXPECT_EQ(JsonEscape("\xf0\x9f\x98\x80"), "\xf0\x9f\x98\x80");
 }
 
 }  // namespace

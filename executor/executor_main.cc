@@ -6,6 +6,7 @@
 
 #include "CLI/CLI.hpp"
 #include "common/logging.h"
+#include "common/version.h"
 #include "executor/config.h"
 #include "executor/server.h"
 #include "spdlog/spdlog.h"
@@ -13,6 +14,7 @@
 int main(int argc, char** argv) {
   using pkforge::executor::ExecutorConfig;
   CLI::App app{"pkforge-executor: compiles, runs, checks, times and profiles candidate kernels"};
+  app.set_version_flag("--version", "pkforge-executor " + pkforge::VersionString());
   std::string config_file;
   app.add_option("--config", config_file, "JSON config file (keys = the flag names with _)");
   // Flags are parsed into a separate struct and applied over the config file.

@@ -11,6 +11,7 @@
 
 #include "CLI/CLI.hpp"
 #include "fmt/format.h"
+#include "common/version.h"
 #include "google/protobuf/util/json_util.h"
 #include "kernels/harness/result_frame.h"
 #include "kernels/harness/judge.h"
@@ -157,6 +158,7 @@ int Bench(const BenchOptions& b) {
 
 int main(int argc, char** argv) {
   CLI::App app{"pkforge-worker: trusted multi-rank kernel evaluation harness"};
+  app.set_version_flag("--version", "pkforge-worker " + pkforge::VersionString());
   app.require_subcommand(1);
 
   LaunchOptions lo;

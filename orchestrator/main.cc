@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "common/logging.h"
+#include "common/version.h"
 #include "orchestrator/config.h"
 #include "orchestrator/orchestrator.h"
 #include "spdlog/spdlog.h"
@@ -25,6 +26,7 @@ using pkforge::orchestrator::OrchestratorConfig;
 int main(int argc, char** argv) {
   CLI::App app{"pkforge-orchestrator: runs LLM/search/replay agents that optimize multi-GPU "
                "kernels, with a durable trajectory database"};
+  app.set_version_flag("--version", "pkforge-orchestrator " + pkforge::VersionString());
   std::string config_file;
   OrchestratorConfig flags;
   std::vector<std::string> executors;

@@ -29,6 +29,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
 #include "common/logging.h"
+#include "common/version.h"
 #include "common/status.h"
 #include "sandbox/sandbox.h"
 
@@ -85,6 +86,7 @@ int Fail(int code, std::string_view message) {
 int main(int argc, char** argv) {
   CliConfig cfg;
   CLI::App app{"Run COMMAND inside the pkforge sandbox (see sandbox/README.md)."};
+  app.set_version_flag("--version", "pkforge-sandbox " + pkforge::VersionString());
   app.add_option("--scratch", cfg.scratch,
                  "Writable working directory bound into the sandbox (default: a fresh "
                  "temporary directory, deleted afterwards)");
