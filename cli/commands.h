@@ -34,5 +34,6 @@ void RegisterVersion(CLI::App& app, int* exit_code);
 void RegisterLlm(CLI::App& app, int* exit_code);  // llm check
 void RegisterEval(CLI::App& app, int* exit_code);  // eval FILE on an executor
 void RegisterRemote(CLI::App& app, int* exit_code);  // submit/watch/show/cancel/problems/executors
+void RegisterReport(CLI::App& app, int* exit_code);  // report JOB -o job.html (called by RegisterRemote)
 
 }  // namespace pkforge::cli

@@ -582,6 +582,7 @@ int RunExecutors(const RemoteOptions& ro, OutputFormat format) {
 }  // namespace
 
 void RegisterRemote(CLI::App& app, int* exit_code) {
+  RegisterReport(app, exit_code);  // cli/report_cmd.cc: like show, remote or --db
   {
     auto o = std::make_shared<SubmitOptions>();
     CLI::App* cmd = app.add_subcommand("submit", "Submit an optimization job to the orchestrator");

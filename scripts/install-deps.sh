@@ -18,6 +18,8 @@ PACKAGES=(
   # deploy/ checks: systemd-analyze, the Kubernetes validator's venv, container e2e (podman)
   systemd python3-venv
   podman runc
+  # the HTML report test loads `pkforge report` pages in headless Chromium
+  chromium
 )
 
 SUDO=""
