@@ -69,9 +69,11 @@ std::string NewDir(const std::string& name) {
 }
 
 // Runs one candidate and asserts its verdict.
-// `cgroup`: a cgroup.procs file the launch joins first ("" = none).
+// `cgroup_procs`: a cgroup.procs file the launch joins first ("" = none).
+// `max_speedup` > 0: an OK verdict (where an attack may get one because it
+// had no effect) must also stay below that speedup.
 void Expect(const std::string& name, std::vector<Accept> accept, const std::string& extra = "",
-            int timeout_s = 10, const std::string& cgroup_procs = "") {
+            int timeout_s = 10, const std::string& cgroup_procs = "", double max_speedup = 0) {
   const std::string dir = NewDir(name);
   setenv("PKF_REDTEAM_DIR", dir.c_str(), 1);
   // An operator secret in the judge's environment (filtered from ranks).
@@ -122,8 +124,15 @@ void Expect(const std::string& name, std::vector<Accept> accept, const std::stri
                   << context;
   EXPECT_NE(r.status(), Result::HARNESS_ERROR) << "a candidate provoked a harness error\n"
                                                << context;
+  // Candidates from the former attack battery leave a marker when an exploit
+  // on a trusted process worked (attacks_common.h).
+  const std::string marker = ReadFile(dir + "/marker");
+  EXPECT_TRUE(marker.empty()) << name << ": exploit worked: " << marker;
+  if (r.status() == Result::OK && max_speedup > 0) {
+    EXPECT_LT(r.speedup(), max_speedup) << name << " forged a speedup\n" << context;
+  }
   if (r.status() == Result::OK) {
-    // Only controls are OK: their evaluation must be complete.
+    // Only controls (and attacks that had no effect) are OK: the evaluation must be complete.
     EXPECT_EQ(v.exit_code, 0);
     EXPECT_EQ(r.correctness().trials_passed(), 2);
     EXPECT_TRUE(r.has_speedup());
@@ -254,6 +263,73 @@ RT(nonblock_cmd_pipe, {kRuntime})
 // The own command pipe reopened for writing (/proc/self/fd/3) and a kOpExit
 // injected: refused under root (the pipe is the judge's), caught otherwise.
 RT(cmd_pipe_inject, {kWrong, kRuntime, Cheat({"result_channel"})})
+
+// ---- merged from the former attack battery (testdata/attacks/attacks.cc,
+// attack_battery_test), one file per attack: atk_<name>.cc ---------------------
+// Reaching trusted processes: the exploit must be refused (the candidate then
+// answers wrong on purpose; a worked exploit also leaves a marker).
+RT(atk_proc_fd_ref, {kWrong})
+RT(atk_proc_environ_ref, {kWrong})
+RT(atk_proc_mem_ref, {kWrong})
+RT(atk_proc_maps_ref, {kWrong})
+RT(atk_proc_map_files_ref, {kWrong})
+RT(atk_proc_fd_judge_stdout, {kWrong})
+RT(atk_proc_environ_judge, {kWrong})
+RT(atk_kill_ref_sigstop, {kWrong})
+RT(atk_kill_ref_sigkill, {kWrong})
+RT(atk_kill_judge, {kWrong})
+RT(atk_kill_process_group, {kWrong})
+RT(atk_kill_everyone, {kWrong})
+RT(atk_tgkill_ref, {kWrong})
+RT(atk_sigqueue_ref, {kWrong})
+RT(atk_pidfd_signal_ref, {kWrong})
+RT(atk_sigio_owner_ref, {kWrong})
+RT(atk_setpriority_ref, {kWrong})
+RT(atk_affinity_ref, {kWrong})
+RT(atk_prlimit_ref, {kWrong})
+RT(atk_sched_fifo_ref, {kWrong})
+RT(atk_ptrace_ref, {kWrong})
+RT(atk_process_vm_readv_ref, {kWrong})
+RT(atk_new_user_namespace, {kWrong})
+RT(atk_capabilities_kept, {kWrong})
+// The verdict channel.
+RT(atk_fake_result_on_stdout, {kWrong})
+RT(atk_flood_output, {kWrong})
+RT(atk_garbage_on_reply_channel, {Cheat({"result_channel"})})
+RT(atk_forged_reply_then_work, {kCheatAny})
+// Times: the interposition has no effect (RTLD_LOCAL after the harness bound its symbols).
+RT(atk_patch_clock_gettime, {kOk}, "", 10, "", 3.0)
+// Starving the reference: threads are frozen with their process; a process is caught.
+RT(atk_cpu_hog_threads, {kOk}, "", 10, "", 3.0)
+RT(atk_cpu_hog_process, {Cheat({"outlived_call"})})
+// Work outside the measured interval. (Rank 0 skips the call its helper
+// "precomputed" and leaves its peers in the barrier: its own deadlock.)
+RT(atk_precompute_helper_thread, {kWrong, kCheatAny, kTimeout}, "", 3)
+RT(atk_return_early_thread_finishes, {kWrong, Cheat({"outlived_call"})})
+RT(atk_return_early_setup_thread_finishes, {kWrong, kCheatAny})
+// Where the kernel lets a timer's SIGCONT continue a stopped process, the thaw
+// sees the CPU time it used; where it does not (Linux 6.18), the freeze holds and
+// the spinning thread only slows the candidate's own calls.
+RT(atk_timer_sigcont_self, {Cheat({"frozen_while_idle"}), kOk}, "", 10, "", 1.5)
+RT(atk_child_continues_parent, {Cheat({"outlived_call", "frozen_while_idle"})})
+// Containment.
+RT(atk_fork_per_call_left_running, {Cheat({"outlived_call"})})
+RT(atk_deep_setsid_chain, {Cheat({"outlived_call"})})
+RT(atk_fork_bomb_bounded, {Cheat({"outlived_call"})})
+RT(atk_daemon_at_teardown, {Cheat({"leftover_process"})})
+RT(atk_thread_left_running, {Cheat({"outlived_call"})})
+// Blame: the candidate's own faults, never the harness's.
+RT(atk_exit_in_call, {kRuntime})
+RT(atk_corrupt_own_control_block, {kTimeout, kRuntime, kWrong, kCheatAny}, "", 3)
+RT(atk_stall_in_barrier, {kTimeout}, "", 3)
+// Output policy.
+RT(atk_zeros, {kWrong})
+RT(atk_copy_inputs, {kWrong})
+RT(atk_lower_precision, {kWrong})
+// Benign controls.
+RT(atk_benign_idle_helper_thread, {kOk}, "", 10, "", 10.0)
+RT(atk_benign_private_thread_joined, {kOk}, "", 10, "", 10.0)
+RT(atk_benign_child_process_waited, {kOk}, "", 10, "", 10.0)
 
 // ---- PENDING: attacks that won against the judge of 2026-12-04 15:00 ----------------
 // (helper-notes/redteam-findings.md has what each does and the root cause.)
