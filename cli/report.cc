@@ -342,17 +342,20 @@ struct PlotPoint {
 
 // One plot: per-evaluation speedups (correct: dots; others: crosses on the
 // baseline) and the best-so-far step line to the run's end.
+// `unit` is the y tick suffix ("x" or "%"); `ref` draws a dashed line there.
 std::string RenderPlot(const std::string& title, const std::string& x_label,
                        const std::vector<PlotPoint>& points, const std::vector<storage::Step>& steps,
-                       double end_t, std::optional<double> onset) {
-  const double W = 470, H = 250, L = 46, R = 12, T = 24, B = 36;
+                       double end_t, std::optional<double> onset, const char* unit = "x",
+                       std::optional<double> ref = 1.0, double y_floor = 1.2) {
+  const double W = 440, H = 240, L = 46, R = 12, T = 24, B = 36;
   const double pw = W - L - R, ph = H - T - B;
   double x_max = std::max(end_t, 1e-3);
   for (const auto& p : points) x_max = std::max(x_max, p.t);
-  double y_max = 1.2;
+  double y_max = y_floor;
   for (const auto& p : points) {
     if (p.correct) y_max = std::max(y_max, p.speedup * 1.08);
   }
+  if (!(y_max > 0)) y_max = 1;  // nothing to show: an empty 0..1 frame
   const double xs = NiceStep(x_max, 5), ys = NiceStep(y_max, 5);
   x_max = std::ceil(x_max / xs - 1e-9) * xs;
   y_max = std::ceil(y_max / ys - 1e-9) * ys;
@@ -366,8 +369,8 @@ std::string RenderPlot(const std::string& title, const std::string& x_label,
   for (double v = 0; v <= y_max + ys * 1e-6; v += ys) {
     s += fmt::format(
         "<line class=\"grid\" x1=\"{0}\" x2=\"{1}\" y1=\"{2}\" y2=\"{2}\"/>"
-        "<text class=\"tick\" x=\"{3}\" y=\"{4}\" text-anchor=\"end\">{5:g}x</text>\n",
-        L, L + pw, Num(Y(v)), L - 4, Num(Y(v) + 3.5), v);
+        "<text class=\"tick\" x=\"{3}\" y=\"{4}\" text-anchor=\"end\">{5:g}{6}</text>\n",
+        L, L + pw, Num(Y(v)), L - 4, Num(Y(v) + 3.5), v, unit);
   }
   for (double t = 0; t <= x_max + xs * 1e-6; t += xs) {
     s += fmt::format(
@@ -379,9 +382,10 @@ std::string RenderPlot(const std::string& title, const std::string& x_label,
       "<rect class=\"frame\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\"/>\n"
       "<text class=\"axis\" x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n",
       L, T, pw, ph, Num(L + pw / 2), H - 4, E(x_label));
-  // The reference: 1.0x.
-  s += fmt::format("<line class=\"ref\" x1=\"{0}\" x2=\"{1}\" y1=\"{2}\" y2=\"{2}\"/>\n", L,
-                   L + pw, Num(Y(1)));
+  if (ref) {  // the reference: 1.0x
+    s += fmt::format("<line class=\"ref\" x1=\"{0}\" x2=\"{1}\" y1=\"{2}\" y2=\"{2}\"/>\n", L,
+                     L + pw, Num(Y(*ref)));
+  }
   if (!steps.empty()) {
     std::string d = fmt::format("M{},{}", Num(X(steps[0].t)), Num(Y(steps[0].best)));
     for (size_t i = 1; i < steps.size(); ++i) {
@@ -393,9 +397,9 @@ std::string RenderPlot(const std::string& title, const std::string& x_label,
   for (const auto& p : points) {
     if (p.correct) {
       s += fmt::format(
-          "<circle class=\"pt\" cx=\"{}\" cy=\"{}\" r=\"3\"><title>#{} {:.3f}x at {:.1f} "
+          "<circle class=\"pt\" cx=\"{}\" cy=\"{}\" r=\"3\"><title>#{} {:.3g}{} at {:.1f} "
           "s</title></circle>\n",
-          Num(X(p.t)), Num(Y(p.speedup)), p.row, p.speedup, p.t);
+          Num(X(p.t)), Num(Y(p.speedup)), p.row, p.speedup, unit, p.t);
     } else {
       const double x = X(p.t), y = T + ph - 4;
       s += fmt::format(
@@ -440,8 +444,10 @@ th,td{padding:3px 7px;text-align:right;white-space:nowrap;border-bottom:1px soli
 th{background:#f3f5f8;font-weight:600;font-size:11px;color:#444;position:sticky;top:0}
 td.l,th.l{text-align:left}tr.eval:hover{background:#f5f9ff}tr.best td{background:#eefbf1}
 .st{font-weight:600;font-size:11px}.st.ok{color:var(--ok)}.st.ce{color:var(--ce)}.st.bad{color:var(--bad)}.st.err{color:var(--err)}
-tr.detail td{padding:0 7px 0 36px;text-align:left;white-space:normal;border-bottom:1px solid var(--line)}
-tr.detail details{margin:2px 0}summary{cursor:pointer;color:var(--acc);font-size:12px}
+td.msg{max-width:340px;overflow:hidden;text-overflow:ellipsis}td.turn{max-width:200px;overflow:hidden;text-overflow:ellipsis}
+tr.detail td{padding:0 7px 1px 30px;text-align:left;white-space:normal;border-bottom:1px solid var(--line)}
+.dl{display:flex;flex-wrap:wrap;column-gap:18px;align-items:baseline}.dl details[open]{flex-basis:100%}
+summary{cursor:pointer;color:var(--acc);font-size:11.5px}
 pre{margin:4px 0 8px;padding:6px 8px;background:#f6f8fa;border:1px solid var(--line);border-radius:4px;overflow:auto;max-height:420px;white-space:pre}
 pre.wrap{white-space:pre-wrap;word-break:break-word}
 .diff .a{color:#1a7f37;background:#e9f7ec;display:block}.diff .d{color:#b42318;background:#fdecec;display:block}.diff .h{color:#8250df;display:block}
@@ -494,7 +500,7 @@ absl::StatusOr<std::string> RenderJobReport(const v1::Trajectory& traj,
   storage::JobTrajectory jt;
   jt.job_id = job.id();
   jt.duration_s = static_cast<double>(job.elapsed_ms()) / 1e3;
-  std::vector<PlotPoint> wall_pts, active_pts;
+  std::vector<PlotPoint> wall_pts, active_pts, roof_pts;
   int row = 0;
   for (const auto& e : traj.evaluations()) {
     ++row;
@@ -507,6 +513,8 @@ absl::StatusOr<std::string> RenderJobReport(const v1::Trajectory& traj,
     jt.points.push_back(p);
     wall_pts.push_back({p.elapsed_s, p.correct, p.speedup, row, StatusText(e.status())});
     active_pts.push_back({p.active_s, p.correct, p.speedup, row, StatusText(e.status())});
+    const double roof = e.result().roofline().candidate_fraction();
+    if (p.correct && roof > 0) roof_pts.push_back({p.elapsed_s, true, 100 * roof, row, "OK"});
   }
   std::string plots;
   for (storage::TimeAxis axis : {storage::TimeAxis::kElapsed, storage::TimeAxis::kActive}) {
@@ -519,6 +527,11 @@ absl::StatusOr<std::string> RenderJobReport(const v1::Trajectory& traj,
                              : "active seconds (wall minus executor queueing)",
                         wall ? wall_pts : active_pts, curve->steps, curve->end_s, onset);
   }
+  // % of roofline of each correct evaluation (what the kernel achieves of
+  // the hardware's bound, storage/schema.md roofline_fraction).
+  plots += RenderPlot(roof_pts.empty() ? "% of roofline (not measured)" : "% of roofline",
+                      "wall-clock seconds since job start", roof_pts, {}, jt.duration_s,
+                      std::nullopt, "%", std::nullopt, 0.0);
 
   std::string h;
   h.reserve(64 * 1024);
@@ -604,9 +617,9 @@ absl::StatusOr<std::string> RenderJobReport(const v1::Trajectory& traj,
         roof > 0 ? fmt::format("{:.1f}%", 100 * roof) : "&ndash;", "</td><td>",
         Ms(e.stages().queue_ms()), "</td><td>", Ms(e.stages().compile_ms()),
         r.compile().cache_hit() ? " (hit)" : "", "</td><td>", Ms(e.stages().run_ms()),
-        "</td><td class=\"l\">", E(turn_text.size() > 40 ? turn_text.substr(0, 40) + "..." : turn_text),
+        "</td><td class=\"l turn\" title=\"", E(turn_text), "\">", E(turn_text),
         "</td><td class=\"l mono\">", E(e.candidate_sha256().substr(0, 10)),
-        "</td><td class=\"l\">", E(r.message().size() > 90 ? r.message().substr(0, 90) + "..." : r.message()),
+        "</td><td class=\"l msg\" title=\"", E(r.message()), "\">", E(r.message()),
         "</td></tr>\n");
 
     // Details of this evaluation.
@@ -680,7 +693,8 @@ absl::StatusOr<std::string> RenderJobReport(const v1::Trajectory& traj,
       prev_source = src->second;
       prev_sha = e.candidate_sha256();
     }
-    absl::StrAppend(&h, "<tr class=\"detail\"><td colspan=\"14\">", d, "</td></tr>\n");
+    absl::StrAppend(&h, "<tr class=\"detail\"><td colspan=\"14\"><div class=\"dl\">", d,
+                    "</div></td></tr>\n");
   }
   h += "</tbody></table></section>\n";
 

@@ -9,9 +9,11 @@
 //   (offline): one renderer for both paths.
 // - The page holds: a header (problem, backend, world size, dtype, size,
 //   agent kind, model, strategy, budget, state and stop reason, best speedup,
-//   % of roofline, counts); two plots (per-evaluation speedup and the
-//   best-so-far step line, over wall-clock and over active time, each an
-//   <svg class="plot">; active time as in storage/plateau.h); a table with
+//   % of roofline, counts); three plots, each an <svg class="plot">:
+//   per-evaluation speedup and the best-so-far step line (<path
+//   class="best">) over wall-clock and over active time (as defined in
+//   storage/plateau.h, with the plateau onset marked), and each correct
+//   evaluation's % of roofline over wall-clock time; a table with
 //   exactly one <tr class="eval"> per evaluation (status, speedup, times,
 //   % of roofline, compile/queue/run ms), each followed by one
 //   <tr class="detail"> holding the feedback rendered for the agent

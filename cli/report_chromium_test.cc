@@ -164,7 +164,7 @@ TEST_F(ReportChromiumTest, RealJobReportRemoteAndOfflineInChromium) {
   for (const std::string& file : {remote_html, offline_html}) {
     const std::string dom = DumpDom(file);
     EXPECT_EQ(Count(dom, "<tr class=\"eval"), evals->size()) << file;
-    EXPECT_EQ(Count(dom, "<svg class=\"plot\""), 2u) << file;
+    EXPECT_EQ(Count(dom, "<svg class=\"plot\""), 3u) << file;  // wall, active, roofline
     EXPECT_EQ(Count(dom, "<path class=\"best\""), rec->best_speedup ? 2u : 0u) << file;
     EXPECT_NE(dom.find("id=\"best-source\""), std::string::npos) << file;
     for (const auto& e : *evals) {

@@ -106,8 +106,8 @@ TEST(ReportTest, OneRowPerEvaluationBothPlotsAndTheBestSource) {
   EXPECT_EQ(html->rfind("<!DOCTYPE html>", 0), 0u);
   EXPECT_EQ(Count(*html, "<tr class=\"eval"), 4u);
   EXPECT_EQ(Count(*html, "<tr class=\"detail\">"), 4u);
-  EXPECT_EQ(Count(*html, "<svg class=\"plot\""), 2u);
-  EXPECT_EQ(Count(*html, "</svg>"), 2u);
+  EXPECT_EQ(Count(*html, "<svg class=\"plot\""), 3u);  // wall, active, % of roofline
+  EXPECT_EQ(Count(*html, "</svg>"), 3u);
   EXPECT_EQ(Count(*html, "<path class=\"best\""), 2u);  // a step line on each axis
   EXPECT_NE(html->find("Speedup over wall-clock time"), std::string::npos);
   EXPECT_NE(html->find("Speedup over active time"), std::string::npos);
@@ -162,8 +162,9 @@ TEST(ReportTest, NeverCorrectJobHasPlotsButNoStepLine) {
   }
   auto html = RenderJobReport(t);
   ASSERT_TRUE(html.ok()) << html.status();
-  EXPECT_EQ(Count(*html, "<svg class=\"plot\""), 2u);
+  EXPECT_EQ(Count(*html, "<svg class=\"plot\""), 3u);
   EXPECT_EQ(Count(*html, "<path class=\"best\""), 0u);
+  EXPECT_NE(html->find("% of roofline (not measured)"), std::string::npos);
   EXPECT_EQ(Count(*html, "<path class=\"fail\""), 8u);  // 4 per plot
   EXPECT_NE(html->find("No correct candidate."), std::string::npos);
 }
