@@ -278,6 +278,20 @@ class CudaRank {
         Failed(rep, cudaMemset(scratch_mem_, 0, 16), "memset scratch"))
       return;
     SideBarrierWait(g_control, o_.rank, o_.world);
+    if (ref_) {
+      // The second context for SwitchContext, now: created lazily it would
+      // need GPU memory after candidate code could have taken all of it (red
+      // team: gpu_memory_squeeze), a harness fault the candidate provoked.
+      if (!CreateSwitchContext(rep)) return;
+    } else {
+      // The runtime starts its host-callback thread on the first host
+      // function; start it now, before the judge's thread baseline, so a
+      // candidate using cudaLaunchHostFunc is not seen leaving a thread
+      // behind (red team: control_host_func).
+      if (Failed(rep, cudaLaunchHostFunc(stream_, [](void*) {}, nullptr), "host function") ||
+          Failed(rep, cudaStreamSynchronize(stream_), "host function"))
+        return;
+    }
 
     ctx_.rank = o_.rank;
     ctx_.world_size = o_.world;
@@ -479,8 +493,10 @@ class CudaRank {
     std::vector<std::vector<pkf_tensor>> ins(cmd.count), outs(cmd.count);
     for (uint32_t k = 0; k < cmd.count; ++k) Tensors(data_, cmd.SlotAt(k), &ins[k], &outs[k]);
     int64_t t0 = 0;
+    // One barrier at the batch's start, none between its calls (as on the
+    // host: no harness work the candidate could patch out is timed).
+    SideBarrierWait(g_control, o_.rank, o_.world);
     for (uint32_t k = 0; k < cmd.count; ++k) {
-      SideBarrierWait(g_control, o_.rank, o_.world);
       if (k == 0) {
         t0 = MonotonicNs();
         cudaEventRecord(start_, stream_);
@@ -531,21 +547,36 @@ class CudaRank {
   // The driver functions come through the runtime's entry-point query, not
   // by linking libcuda: the rank must start (and fail its probe with one
   // readable line) on a machine without a driver.
+  bool CreateSwitchContext(Reply* rep) {
+    if (other_ctx_ != nullptr) return true;
+    if (!LoadDriver(rep)) return false;
+    CUdevice dev;
+    CUresult r = drv_.device_get(&dev, o_.rank);
+    if (r == CUDA_SUCCESS) r = drv_.ctx_create(&other_ctx_, nullptr, 0, dev);
+    if (r != CUDA_SUCCESS) {
+      other_ctx_ = nullptr;
+      rep->rc = -10;
+      snprintf(rep->message, sizeof rep->message, "creating the switch context failed (%d)",
+               static_cast<int>(r));
+      return false;
+    }
+    CUcontext popped = nullptr;
+    drv_.ctx_pop(&popped);  // back to the runtime's primary context
+    // The empty kernel's module, loaded in that context now too.
+    if (drv_.ctx_push(other_ctx_) != CUDA_SUCCESS) {
+      rep->rc = -10;
+      snprintf(rep->message, sizeof rep->message, "switch context");
+      return false;
+    }
+    cudaError_t e = LaunchDelay(1, nullptr);
+    if (e == cudaSuccess) e = cudaDeviceSynchronize();
+    drv_.ctx_pop(&popped);
+    return !Failed(rep, e, "switch context kernel");
+  }
+
   void SwitchContext(Reply* rep) {
     if (!ref_) return;
-    if (!LoadDriver(rep)) return;
-    if (other_ctx_ == nullptr) {
-      CUdevice dev;
-      CUresult r = drv_.device_get(&dev, o_.rank);
-      if (r == CUDA_SUCCESS) r = drv_.ctx_create(&other_ctx_, nullptr, 0, dev);
-      if (r != CUDA_SUCCESS) {
-        rep->rc = -10;
-        snprintf(rep->message, sizeof rep->message, "creating the switch context failed (%d)",
-                 static_cast<int>(r));
-        return;
-      }
-      drv_.ctx_pop(nullptr);  // back to the runtime's primary context
-    }
+    if (!CreateSwitchContext(rep)) return;
     if (drv_.ctx_push(other_ctx_) != CUDA_SUCCESS) {
       rep->rc = -10;
       snprintf(rep->message, sizeof rep->message, "switch context");

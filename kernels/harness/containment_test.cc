@@ -3,6 +3,7 @@
 #include "kernels/harness/containment.h"
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -118,6 +119,10 @@ TEST(Harden, SchedulingOfOtherProcessesHasNoEffect) {
   cpu_set_t all;
   sched_getaffinity(trusted, sizeof all, &all);
   const int rc = InChild([trusted] {
+    cpu_set_t pinned;  // as the judge pins a rank before it hardens itself
+    CPU_ZERO(&pinned);
+    CPU_SET(0, &pinned);
+    if (sched_setaffinity(0, sizeof pinned, &pinned) != 0) return 9;
     if (!HardenCandidateProcess().ok()) return 10;
     setpriority(PRIO_PROCESS, trusted, 19);  // "succeeds", does nothing
     cpu_set_t one;
@@ -128,6 +133,20 @@ TEST(Harden, SchedulingOfOtherProcessesHasNoEffect) {
     if (prlimit(trusted, RLIMIT_CPU, &cpu, nullptr) == 0) return 11;
     // Its own priority still works.
     if (setpriority(PRIO_PROCESS, 0, 5) != 0) return 12;
+    // It is the out-of-memory killer's first choice.
+    char adj[16] = {0};
+    const int fd = open("/proc/self/oom_score_adj", O_RDONLY);
+    if (fd < 0 || read(fd, adj, sizeof adj - 1) <= 0 || atoi(adj) != 1000) return 15;
+    close(fd);
+    // Its own CPU set cannot be widened beyond what the judge pinned it to
+    // (the call "succeeds" and changes nothing).
+    cpu_set_t mine, wide, now;
+    sched_getaffinity(0, sizeof mine, &mine);
+    CPU_ZERO(&wide);
+    for (int c = 0; c < CPU_SETSIZE; ++c) CPU_SET(c, &wide);
+    if (sched_setaffinity(0, sizeof wide, &wide) != 0) return 13;
+    sched_getaffinity(0, sizeof now, &now);
+    if (!CPU_EQUAL(&mine, &now)) return 14;
     return 0;
   });
   EXPECT_EQ(rc, 0);
@@ -244,6 +263,53 @@ TEST(CandidateProcesses, KillAllEmptiesADeepChainOfOrphans) {
   tree.KillAll(MonotonicNs() + 5'000'000'000);
   EXPECT_TRUE(tree.List().empty());
   prctl(PR_SET_CHILD_SUBREAPER, 0);
+}
+
+// A process whose thread-group leader called pthread_exit() reads Z in
+// /proc/<pid>/stat while its other threads run on. It must still be listed,
+// frozen (every live thread stopped), seen running while frozen, and killed
+// (red team: zombie_leader_hog hid a CPU hog that way).
+TEST(CandidateProcesses, AProcessWhoseLeaderExitedIsStillACandidateProcess) {
+  int ready[2];
+  ASSERT_EQ(pipe(ready), 0);
+  const pid_t cand = fork();
+  if (cand == 0) {
+    pthread_t t;
+    pthread_create(
+        &t, nullptr,
+        [](void* fd) -> void* {
+          if (write(static_cast<int>(reinterpret_cast<intptr_t>(fd)), "x", 1) != 1) _exit(1);
+          volatile uint64_t n = 0;
+          for (;;) n = n + 1;
+          return nullptr;
+        },
+        reinterpret_cast<void*>(static_cast<intptr_t>(ready[1])));
+    // The leader thread exits alone (no unwinding through the test body, as
+    // pthread_exit would do): it becomes a zombie, the process lives on.
+    syscall(SYS_exit, 0);
+  }
+  close(ready[1]);  // EOF instead of a hang if the child dies
+  char c;
+  ASSERT_EQ(read(ready[0], &c, 1), 1);
+  for (int i = 0; i < 1000 && ThreadState(cand, cand) != 'Z'; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  ASSERT_EQ(ThreadState(cand, cand), 'Z');
+  CandidateProcesses tree({cand}, {});
+  const std::vector<int> listed = tree.List();
+  EXPECT_EQ(listed, std::vector<int>{cand}) << "a live process with a zombie leader went unlisted";
+  ASSERT_TRUE(tree.Freeze(MonotonicNs() + 2'000'000'000).ok());
+  for (int tid : ThreadIds(cand)) {
+    const char st = ThreadState(cand, tid);
+    EXPECT_TRUE(st == 'T' || st == 't' || st == 'Z') << "thread " << tid << " state " << st;
+  }
+  ASSERT_EQ(kill(cand, SIGCONT), 0);  // runs while "frozen": must be noticed
+  std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  EXPECT_FALSE(tree.Thaw().empty());
+  tree.KillAll(MonotonicNs() + 2'000'000'000);
+  int st = 0;
+  EXPECT_EQ(waitpid(cand, &st, 0), cand);
+  EXPECT_TRUE(WIFSIGNALED(st));
+  close(ready[0]);
 }
 
 // The judge subtracts from a candidate batch, for its wall-clock cross-check

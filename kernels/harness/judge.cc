@@ -52,6 +52,8 @@ constexpr uint64_t kFlagCount = 1024;
 constexpr int64_t kLingerLimitNs = 5'000'000;
 // How long stopping every candidate process may take.
 constexpr int64_t kFreezeLimitNs = 2'000'000'000;
+// Least time a round of reference ranks gets, whatever is left of the phase.
+constexpr int64_t kRefRoundMinNs = 5'000'000'000;
 
 // Wall time one timed batch aims at: long against the judge's own round
 // trip (tens of us), short against the evaluation budget.
@@ -97,6 +99,33 @@ int64_t MaxGrowth(const std::vector<int64_t>& before, const std::vector<int64_t>
   for (size_t i = 0; i < before.size() && i < after.size(); ++i)
     if (before[i] >= 0 && after[i] >= before[i]) m = std::max(m, after[i] - before[i]);
   return m;
+}
+
+// The rank processes' environment: an allowlist (the sandbox gives an exact
+// environment; this is the second line of defence, and the only one when
+// `pkforge-worker launch` runs outside a sandbox). Only what the toolchain,
+// CUDA, NCCL, NVIDIA's tools and the ranks themselves read, and never a name
+// that looks like a credential (red team: environ_secret_names read
+// *_PASSWD, *_AUTH, *_CREDENTIALS, *_DSN and NV_*_API_KEY past a denylist).
+bool RankMayInherit(const std::string& name) {
+  std::string upper = name;
+  std::transform(upper.begin(), upper.end(), upper.begin(), ::toupper);
+  auto starts = [&](const char* p) { return upper.rfind(p, 0) == 0; };
+  // Nsight tools follow the process tree through these (a session token,
+  // not an operator secret; seen on the H200 host).
+  if (starts("NV_TPS_")) return true;
+  for (const char* word : {"KEY", "TOKEN", "SECRET", "PASSW", "PASSPHRASE", "AUTH", "CRED",
+                           "DSN", "COOKIE", "SESSION", "PRIVATE", "CERT"})
+    if (upper.find(word) != std::string::npos) return false;
+  for (const char* exact : {"PATH", "LD_LIBRARY_PATH", "LD_PRELOAD", "HOME", "USER", "LOGNAME",
+                            "LANG", "LANGUAGE", "TZ", "TMPDIR", "TERM",
+                            // the red-team battery's log directory (tests only)
+                            "PKF_REDTEAM_DIR"})
+    if (name == exact) return true;
+  for (const char* prefix : {"LC_", "CUDA_", "NCCL_", "NV_", "NVTX_", "NSYS_", "CUBLAS",
+                             "OMP_", "PKFORGE_"})
+    if (starts(prefix)) return true;
+  return false;
 }
 
 std::string SideName(bool ref) { return ref ? "reference" : "candidate"; }
@@ -341,17 +370,8 @@ bool Judge::Spawn() {
   std::vector<std::string> env;
   for (char** e = environ; *e != nullptr; ++e) {
     std::string kv = *e;
-    std::string name = kv.substr(0, kv.find('='));
-    std::string upper = name;
-    std::transform(upper.begin(), upper.end(), upper.begin(), ::toupper);
-    // The sandbox scrubs the environment; this is a second line of defence.
-    // NVIDIA tools' own variables pass: ncu follows the process tree through
-    // NV_* variables, NV_TPS_LAUNCH_TOKEN among them (seen on the H200 host).
-    const bool nvidia_tool = name.rfind("NV_", 0) == 0;
-    const bool secret_like =
-        upper.find("KEY") != std::string::npos || upper.find("TOKEN") != std::string::npos ||
-        upper.find("SECRET") != std::string::npos || upper.find("PASSWORD") != std::string::npos;
-    if (secret_like && !nvidia_tool) continue;
+    const std::string name = kv.substr(0, kv.find('='));
+    if (!RankMayInherit(name)) continue;
     if (Cuda() && (name == "NCCL_NVLS_ENABLE" || name == "NCCL_RUNTIME_CONNECT")) continue;
     env.push_back(kv);
   }
@@ -365,25 +385,39 @@ bool Judge::Spawn() {
   for (auto& s : env) envp.push_back(s.data());
   envp.push_back(nullptr);
 
-  // Segments: [side][control, scratch, data].
+  // Segments: [side][control, scratch], and data [side][rank].
+  // Host: every rank has a data segment of its own (same layout, only its
+  // own tensors ever touched, so the pages of the others are never
+  // allocated): a candidate rank maps its own inputs and outputs and nothing
+  // of its peers', which it reaches only through the symmetric scratch, as
+  // on a GPU (red team: control_direct_peer_read read every peer's inputs of
+  // a whole batch from a shared segment and needed no synchronization).
+  // cuda: inputs and outputs live in device memory; the data segment is only
+  // the mailbox of IPC handles (shm.h), one per side.
   const uint64_t pad_bytes = kFlagCount * sizeof(uint32_t);
-  int fds[2][3];
+  int fds[2][2];
+  std::vector<int> data_fds[2];
   const char* side_names[2] = {"ref", "cand"};
   for (int s = 0; s < 2; ++s) {
     auto ctl = CreateSegment(fmt::format("pkf-{}-control", side_names[s]), sizeof(SideControl));
     auto scr = CreateSegment(fmt::format("pkf-{}-scratch", side_names[s]),
                              (scratch_bytes_ + pad_bytes) * o_.world_size);
-    // cuda: inputs and outputs live in device memory; the segment is only the
-    // mailbox of IPC handles (shm.h).
-    auto dat = CreateSegment(fmt::format("pkf-{}-data", side_names[s]),
-                             Cuda() ? kCudaMailboxBytes : layout_.total_bytes);
-    if (!ctl.ok() || !scr.ok() || !dat.ok()) {
+    if (!ctl.ok() || !scr.ok()) {
       End(Result::SETUP_ERROR, "creating shared memory failed");
       return false;
     }
     fds[s][0] = *ctl;
     fds[s][1] = *scr;
-    fds[s][2] = *dat;
+    for (int r = 0; r < (Cuda() ? 1 : o_.world_size); ++r) {
+      auto dat = Cuda() ? CreateSegment(fmt::format("pkf-{}-data", side_names[s]), kCudaMailboxBytes)
+                        : CreateSegment(fmt::format("pkf-{}-data-{}", side_names[s], r),
+                                        layout_.total_bytes);
+      if (!dat.ok()) {
+        End(Result::SETUP_ERROR, "creating shared memory failed");
+        return false;
+      }
+      data_fds[s].push_back(*dat);
+    }
     auto map = MapSegment(*ctl, sizeof(SideControl));
     if (!map.ok()) {
       End(Result::SETUP_ERROR, "mapping control block failed");
@@ -431,7 +465,8 @@ bool Judge::Spawn() {
     for (auto& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
     const int pgid = pgid_;
-    const int peer_data = fds[1][2];
+    const int own_data = data_fds[side][Cuda() ? 0 : static_cast<size_t>(p.rank)];
+    const int peer_data = data_fds[1][Cuda() ? 0 : static_cast<size_t>(p.rank)];
     cpu_set_t pin;
     CPU_ZERO(&pin);
     const bool pinned = !cpus.empty();
@@ -452,7 +487,7 @@ bool Judge::Spawn() {
       dup2(rep[1], kFdReply);
       dup2(fds[side][0], kFdControl);
       dup2(fds[side][1], kFdScratch);
-      dup2(fds[side][2], kFdData);
+      dup2(own_data, kFdData);
       // Only reference ranks get the candidate side's data (to fill inputs and
       // read outputs); nothing of the reference side reaches a candidate rank.
       if (side == 0) dup2(peer_data, kFdPeerData);
@@ -471,6 +506,8 @@ bool Judge::Spawn() {
     (p.ref ? refs_ : cands_).push_back(&p);
   }
   for (auto& f : fds)
+    for (int fd : f) close(fd);
+  for (auto& f : data_fds)
     for (int fd : f) close(fd);
   return true;
 }
@@ -558,6 +595,14 @@ bool Judge::Collect(const std::vector<Proc*>& procs, uint32_t op, v1::Phase phas
   replies->assign(procs.size(), Reply{});
   std::vector<bool> done(procs.size(), false);
   size_t remaining = procs.size();
+  // A round of reference ranks gets at least kRefRoundMinNs of its own: the
+  // phase deadline may have been used up by the candidate's rounds, and a
+  // reference round cut short by it would be blamed on the harness (red
+  // team: deadline_blame, teardown_deadline_blame returned just before the
+  // deadline). The candidate's next round then times out, as it should.
+  const bool reference_round = !procs.empty() && procs[0]->ref;
+  const int64_t deadline =
+      reference_round ? std::max(deadline_ns_, MonotonicNs() + kRefRoundMinNs) : deadline_ns_;
   while (remaining > 0) {
     std::vector<pollfd> pfds;
     std::vector<size_t> idx;
@@ -566,8 +611,9 @@ bool Judge::Collect(const std::vector<Proc*>& procs, uint32_t op, v1::Phase phas
         pfds.push_back({procs[i]->reply_fd, POLLIN, 0});
         idx.push_back(i);
       }
-    const int64_t left_ms = (deadline_ns_ - MonotonicNs()) / 1'000'000;
-    if (left_ms <= 0) {
+    const int64_t left_ns = deadline - MonotonicNs();
+    const int64_t left_ms = (left_ns + 999'999) / 1'000'000;
+    if (left_ns <= 0) {
       std::vector<Proc*> stuck;
       for (size_t i = 0; i < procs.size(); ++i)
         if (!done[i]) stuck.push_back(procs[i]);

@@ -31,7 +31,7 @@ enum Op : uint32_t {
   kOpPoison = 8,    // ref: poison candidate outputs of `slot`; cand (cuda): a context switch
   kOpExit = 9,      // both: pkf_teardown, exit
   kOpSync = 10,     // both: cuda: device-wide synchronize; host: no-op
-  kOpBatch = 11,    // both: `count` back-to-back calls on the batch's slots (barrier before each);
+  kOpBatch = 11,    // both: `count` back-to-back calls on the batch's slots (one barrier first);
                     //       t0/t1 = the rank's own view of the batch (cross-check only)
   kOpPoisonCheck = 12,  // ref: value = output elements of the batch's candidate slots that are
                         //      not poison (must be 0 before the candidate runs)

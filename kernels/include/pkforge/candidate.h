@@ -53,7 +53,10 @@ typedef struct pkf_context {
 /* Required: enqueue the whole computation on `stream` (NULL on host: run
    synchronously). Return 0 on success. All work must be done when `stream` is
    synchronized: no other stream, thread or process may still be working on
-   outputs after that. */
+   outputs after that. Timed calls follow each other back to back, each on
+   new buffers, with no synchronization between ranks in between: a call that
+   reuses its scratch or flags must itself make sure its peers are done with
+   them (for example end with ctx->barrier, or use a new flag value per call). */
 int pkf_run(pkf_context* ctx, const pkf_tensor* in, int32_t n_in, pkf_tensor* out, int32_t n_out,
             void* stream);
 
