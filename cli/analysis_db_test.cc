@@ -143,7 +143,7 @@ class AnalysisDbTest : public ::testing::Test {
     EXPECT_EQ(j["job"]["state"], "JOB_STATE_SUCCEEDED");
     EXPECT_EQ(j["job"]["spec"]["problem"], "allreduce");
     EXPECT_EQ(j["candidates"][0]["source"], kSource);
-    EXPECT_EQ(j["bestCurve"].size(), 1u) << j.dump();
+    EXPECT_EQ(j["best_curve"].size(), 1u) << j.dump();  // proto field names
   }
 
   fs::path dir_, ro_;

@@ -126,6 +126,9 @@ TEST_F(CliTest, LocalRunsASearchJobEndToEndAndStopsItsChildren) {
   std::string text((std::istreambuf_iterator<char>(src)), std::istreambuf_iterator<char>());
   EXPECT_NE(text.find("pkf_run"), std::string::npos);
   EXPECT_EQ(j["plateau"]["jobs"].size(), 1u);
+  // The best candidate was evaluated once more before the result was printed.
+  EXPECT_EQ(j["remeasured"]["status"], "OK") << j.dump();
+  EXPECT_GT(j["remeasured"]["speedup"].get<double>(), 0) << j.dump();
   // Everything is in the database, and the daemons are gone.
   auto store = storage::TrajectoryStore::Open((fs::path(data) / "pkforge.db").string());
   ASSERT_TRUE(store.ok());
@@ -354,6 +357,9 @@ TEST_F(CliTest, LocalOnTheHostIsMultiRankAndSaysTimingsAreCpu) {
   ASSERT_NE(r.out.find("rc=0"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("world size 4 (the host default"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("every timing is a CPU timing"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("(re-measured: one fresh evaluation of the best candidate)"),
+            std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("during the search it measured"), std::string::npos) << r.out;
   auto store = storage::TrajectoryStore::Open((fs::path(data) / "pkforge.db").string());
   ASSERT_TRUE(store.ok());
   auto jobs = (*store)->ListJobs({});
