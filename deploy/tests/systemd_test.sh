@@ -40,7 +40,7 @@ orch="$SRC/deploy/systemd/pkforge-orchestrator.service"
 grep -qx 'Delegate=yes' "$exe" || fail "executor unit lacks Delegate=yes"
 for opt in RestrictNamespaces PrivateUsers ProtectKernelTunables ProtectKernelLogs ProtectProc \
            ProcSubset ProtectControlGroups SystemCallFilter MemoryDenyWriteExecute PrivateDevices \
-           DynamicUser; do
+           RestrictSUIDSGID DynamicUser; do
   if grep -q "^$opt=" "$exe"; then fail "executor unit sets $opt= (breaks bubblewrap or the GPUs)"; fi
 done
 grep -q '^EnvironmentFile=-/etc/pkforge/orchestrator.env' "$orch" || fail "orchestrator EnvironmentFile"
