@@ -15,9 +15,9 @@ PACKAGES=(
   bubblewrap libseccomp-dev
   python3 libxml2-utils
   openssl  # the TLS tests make a throw-away CA with the openssl command
-  # deploy/ checks: systemd-analyze, the Kubernetes validator's venv, container e2e (podman)
+  # deploy/ checks: systemd-analyze, the Kubernetes validator's venv, container images and e2e (podman)
   systemd python3-venv
-  podman runc
+  podman runc ca-certificates procps
   # the HTML report test loads `pkforge report` pages in headless Chromium
   chromium
 )
