@@ -360,6 +360,8 @@ TEST_F(CliTest, LocalOnTheHostIsMultiRankAndSaysTimingsAreCpu) {
   EXPECT_NE(r.out.find("(re-measured: one fresh evaluation of the best candidate)"),
             std::string::npos) << r.out;
   EXPECT_NE(r.out.find("during the search it measured"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("the best-so-far/plateau figures mix those rungs"), std::string::npos)
+      << r.out;
   auto store = storage::TrajectoryStore::Open((fs::path(data) / "pkforge.db").string());
   ASSERT_TRUE(store.ok());
   auto jobs = (*store)->ListJobs({});

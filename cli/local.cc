@@ -426,6 +426,14 @@ int RunLocal(const LocalOptions& lo) {
     } else {
       std::printf("  no correct candidate\n");
     }
+    if (agent == "search") {
+      // Successive halving times its rungs with different iteration counts;
+      // the best-so-far and plateau figures below take the maximum over all
+      // of them, so they are not one comparable axis: say so.
+      std::printf("  note: the search agent's successive-halving rungs timed candidates with "
+                  "different iteration counts; the best-so-far/plateau figures mix those rungs "
+                  "(the re-measured speedup above is the comparable number)\n");
+    }
     if (plateau.jobs_size() > 0) {
       const auto& jp = plateau.jobs(0);
       std::string line = "  plateau: ";
