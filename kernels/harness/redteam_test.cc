@@ -153,7 +153,6 @@ RT(control_naive, {kOk})
 RT(control_idle_helper_thread, {kOk})
 RT(control_private_thread, {kOk})
 RT(control_helper_pool, {kOk})
-RT(control_direct_peer_read, {kOk})
 
 // ---- reaching trusted processes (gated: outputs only if the attack worked) --
 RT(proc_fd_ref_segment, {kWrong})
@@ -196,7 +195,9 @@ RT(flood_output_crash, {kRuntime})
 RT(clock_patch_libc, {Cheat({"wallclock_crosscheck"})})
 RT(forge_timing_stack, {Cheat({"wallclock_crosscheck"})})
 RT(early_return_thread, {Cheat({"timed_output_reverify", "outlived_call"})})
-RT(early_return_fork, {Cheat({"outlived_call", "timed_output_reverify"})})
+// On a loaded host the freeze can outlast the children's 20 ms: they finish
+// and exit first, inside the candidate's own time (seen once: OK at 0.016x).
+RT(early_return_fork, {Cheat({"outlived_call", "timed_output_reverify"}), kOk}, "", 10, "", 0.5)
 RT(sigalrm_late_write, {Cheat({"timed_output_reverify"})})
 
 // ---- precomputation between calls, caching -------------------------------------
@@ -204,7 +205,9 @@ RT(sigalrm_late_write, {Cheat({"timed_output_reverify"})})
 // (the batch's wall time includes it; nothing runs between batches: frozen),
 // i.e. ordinary pipelining across the calls of a batch. poison_at_start is
 // checked on whole batches before the candidate runs.
-RT(precompute_next_call, {Cheat({"poison_at_start"}), kOk})
+// Since each host rank maps only its own data segment the helper cannot read
+// its peers' next inputs: the candidate's wrong outputs are its own.
+RT(precompute_next_call, {Cheat({"poison_at_start"}), kOk, kWrong})
 RT(stale_seen_slots, {Cheat({"timed_output_reverify", "poison_unwritten"})})
 
 // ---- escaping the freeze ------------------------------------------------------------
@@ -240,7 +243,10 @@ RT(lazy_in_batches, {Cheat({"timed_output_reverify", "poison_unwritten"})})
 RT(partial_write_in_batches, {Cheat({"timed_output_reverify", "poison_unwritten"})})
 RT(skip_some_calls, {Cheat({"timed_output_reverify", "poison_unwritten"})})
 RT(mutate_inputs_in_batches, {Cheat({"input_mutation", "timed_output_reverify"})})
-RT(mutate_peer_input, {kWrong, Cheat({"input_mutation", "timed_output_reverify"})})
+// Since each host rank maps only its own data segment, the "peer's input" is
+// an unused page of its own segment: no effect (OK at the reference's speed).
+RT(mutate_peer_input, {kWrong, Cheat({"input_mutation", "timed_output_reverify"}), kOk}, "", 10,
+   "", 3.0)
 
 // ---- added 2026-12-04 15:00 session: held -------------------------------------------------
 // Seccomp filter entered through the i386 (int 0x80) and x32 ABIs (gated).
@@ -300,7 +306,9 @@ RT(atk_forged_reply_then_work, {kCheatAny})
 // Times: the interposition has no effect (RTLD_LOCAL after the harness bound its symbols).
 RT(atk_patch_clock_gettime, {kOk}, "", 10, "", 3.0)
 // Starving the reference: threads are frozen with their process; a process is caught.
-RT(atk_cpu_hog_threads, {kOk}, "", 10, "", 3.0)
+// (Its spinning threads slow only its own calls: on 2 cores the timing phase
+// can run out, its own TIMEOUT.)
+RT(atk_cpu_hog_threads, {kOk, kTimeout}, "", 10, "", 3.0)
 RT(atk_cpu_hog_process, {Cheat({"outlived_call"})})
 // Work outside the measured interval. (Rank 0 skips the call its helper
 // "precomputed" and leaves its peers in the barrier: its own deadlock.)
@@ -331,29 +339,34 @@ RT(atk_benign_idle_helper_thread, {kOk}, "", 10, "", 10.0)
 RT(atk_benign_private_thread_joined, {kOk}, "", 10, "", 10.0)
 RT(atk_benign_child_process_waited, {kOk}, "", 10, "", 10.0)
 
-// ---- PENDING: attacks that won against the judge of 2026-12-04 15:00 ----------------
-// (helper-notes/redteam-findings.md has what each does and the root cause.)
-// Escaping the freeze: a helper process whose leader thread exited reads 'Z'
-// in /proc/<pid>/stat and is skipped by the judge's process listing.
-RT_PENDING(zombie_leader_hog, {Cheat({"frozen_while_idle", "outlived_call", "leftover_process"})})
-RT_PENDING(zombie_rank, {kWrong, Cheat({"frozen_while_idle", "outlived_call"})})
+// ---- won against the judge of 2026-12-04 15:00, fixed in the same session -------------
+// (helper-notes/redteam-findings.md has what each did and the root cause.)
+// Escaping the freeze: a process whose leader thread exited reads 'Z' in
+// /proc/<pid>/stat and was skipped by the judge's process listing.
+RT(zombie_leader_hog, {Cheat({"frozen_while_idle", "outlived_call", "leftover_process"})})
+RT(zombie_leader_starve_ref,
+   {Cheat({"frozen_while_idle", "outlived_call", "leftover_process"}), kTimeout})
+RT(zombie_rank, {kWrong, Cheat({"frozen_while_idle", "outlived_call"})})
 // A chain of zombie-leader links that respawns faster than the judge's final
 // clean-up kills its direct children (leftover after teardown).
-RT_PENDING(zombie_respawn_chain, {Cheat({"leftover_process"})})
-RT_PENDING(zombie_leader_starve_ref,
-           {Cheat({"frozen_while_idle", "outlived_call", "leftover_process"}), kTimeout})
-// Forging times: the harness's per-call barrier runs in the candidate's process.
-RT_PENDING(patch_harness_barrier, {kCheatAny, kRuntime})
-RT_PENDING(barrier_state_forge, {kCheatAny, kRuntime, kTimeout})
+RT(zombie_respawn_chain, {Cheat({"leftover_process"})})
+// Forging times: the harness's per-call barrier ran in the candidate's
+// process (now one barrier per batch; with per-rank data segments these
+// candidates' barrier-free peer reads are wrong).
+RT(direct_peer_read, {kWrong})
+RT(patch_harness_barrier, {kWrong, kCheatAny, kRuntime})
+RT(barrier_state_forge, {kWrong, kCheatAny, kRuntime, kTimeout})
 // Taking CPUs the reference is not given: sched_setaffinity(0, every CPU)
-// passes the filter (gated on the wider CPU set; no measurable gain on 2 cores).
-RT_PENDING(affinity_escape, {kWrong, kCheatAny})
+// (gated on the wider CPU set).
+RT(affinity_escape, {kWrong, kCheatAny})
 // Blame: the candidate uses up the phase until ~1 ms before its deadline; the
-// reference rounds that follow time out and were blamed on the harness.
-RT_PENDING(deadline_blame, {kTimeout, kRuntime, kWrong, kCheatAny})
-RT_PENDING(teardown_deadline_blame, {kTimeout, kRuntime, kCheatAny})
-// Operator secrets under names the environment denylist misses (gated).
-RT_PENDING(environ_secret_names, {kWrong})
+// reference rounds that follow timed out and were blamed on the harness. Now
+// reference rounds get a budget of their own: the candidate's next round
+// times out (correctness), or nothing is late at all (teardown: OK).
+RT(deadline_blame, {kTimeout, kRuntime, kWrong, kCheatAny})
+RT(teardown_deadline_blame, {kTimeout, kRuntime, kCheatAny, kOk}, "", 10, "", 3.0)
+// Operator secrets under names the environment denylist missed (gated).
+RT(environ_secret_names, {kWrong})
 
 // A memory cgroup of its own (cgroup v1 memory controller or v2), limited
 // to `bytes`, under this process's; "" when it cannot be made (not root, no
@@ -384,8 +397,9 @@ std::string MemoryCgroup(const std::string& name, int64_t bytes) {
 }
 
 // Memory pressure from pages no process maps (memfd_oom_blame): under a
-// 300 MiB limit the OOM killer must not pick a trusted process.
-TEST(RedTeamPending, memfd_oom_blame) {
+// 300 MiB limit the OOM killer must not pick a trusted process (it picked the
+// judge before candidate ranks got oom_score_adj 1000).
+TEST(RedTeam, memfd_oom_blame) {
   const std::string cg = MemoryCgroup("pkf_redteam_oom", int64_t{300} << 20);
   if (cg.empty()) GTEST_SKIP() << "cannot create a memory cgroup here";
   Expect("memfd_oom_blame", {kRuntime, Accept{Result::SETUP_ERROR, {}}}, "", 10,
