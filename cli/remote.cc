@@ -96,7 +96,11 @@ absl::StatusOr<Remote> Remote::Connect(const RemoteOptions& options) {
     creds = grpc::SslCredentials(ssl);
     r.tls_ = true;
   }
-  r.stub_ = v1::Orchestrator::NewStub(grpc::CreateChannel(r.address_, creds));
+  // Replies can be far above gRPC's 4 MiB default: a long LLM job's
+  // trajectory with its prompts, replies and results (`pkforge report`).
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(1 << 30);
+  r.stub_ = v1::Orchestrator::NewStub(grpc::CreateCustomChannel(r.address_, creds, args));
   return r;
 }
 

@@ -62,18 +62,9 @@ size_t Count(const std::string& haystack, const std::string& needle) {
   return n;
 }
 
-class ReportChromiumTest : public ::testing::Test {
+class ReportE2eTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    chromium_ = Chromium();
-    if (chromium_.empty()) {
-      GTEST_SKIP() << "chromium is not installed (scripts/install-deps.sh installs Debian's "
-                      "`chromium`); the HTML report is not checked in a browser";
-    }
-    dir_ = orchestrator::testing::MakeTempDir("pkf_report");
-    shots_ = std::string(PKFORGE_BUILD_DIR) + "/report-screenshots";
-    fs::create_directories(shots_);
-  }
+  void SetUp() override { dir_ = orchestrator::testing::MakeTempDir("pkf_report"); }
   void TearDown() override {
     orchestrator_.reset();
     executor_.reset();
@@ -133,6 +124,81 @@ class ReportChromiumTest : public ::testing::Test {
   std::unique_ptr<orchestrator::testing::ChildProcess> orchestrator_;
 };
 
+class ReportChromiumTest : public ReportE2eTest {
+ protected:
+  void SetUp() override {
+    chromium_ = Chromium();
+    if (chromium_.empty()) {
+      GTEST_SKIP() << "chromium is not installed (scripts/install-deps.sh installs Debian's "
+                      "`chromium`); the HTML report is not checked in a browser";
+    }
+    ReportE2eTest::SetUp();
+    shots_ = std::string(PKFORGE_BUILD_DIR) + "/report-screenshots";
+    fs::create_directories(shots_);
+  }
+};
+
+// A finished llm job written straight into `db`: two candidates (the second
+// hostile), one LLM call whose reply is hostile and whose prompt has
+// `prompt_bytes` bytes. Returns the job id.
+std::string WriteHostileJob(const std::string& db, size_t prompt_bytes) {
+  const std::string job_id = NewId("job");
+  auto store = storage::TrajectoryStore::Open(db);
+  EXPECT_TRUE(store.ok()) << store.status();
+  if (!store.ok()) return "";
+  storage::JobRecord job;
+  job.id = job_id;
+  job.spec_json = R"({"problem":"allreduce","worldSize":2,"agent":{"kind":"AGENT_KIND_LLM"}})";
+  job.problem = "allreduce";
+  job.backend = "host";
+  job.world_size = 2;
+  job.dtype = "f32";
+  job.agent_kind = "llm";
+  job.model = "m";
+  job.strategy = "sequential";
+  EXPECT_TRUE((*store)->CreateJob(job).ok());
+  EXPECT_TRUE((*store)->UpdateJobState(job_id, storage::JobState::kRunning).ok());
+  storage::TurnRecord turn;
+  turn.id = NewId("turn");
+  turn.job_id = job_id;
+  EXPECT_TRUE((*store)->AddTurn(turn).ok());
+  storage::LlmCallRecord call;
+  call.id = NewId("llm");
+  call.job_id = job_id;
+  call.turn_id = turn.id;
+  call.provider = "openai";
+  call.model = "m";
+  call.prompt = "[\"" + std::string(prompt_bytes, 'p') + "\"]";
+  call.reply = "</pre></details><script>document.title='pwned-reply'</script>" +
+               std::string(prompt_bytes / 4, 'r');
+  EXPECT_TRUE((*store)->AddLlmCall(call).ok());
+  const std::string sources[] = {
+      "int pkf_run() { return 0; }\n",
+      "int pkf_run() { return 1; }\n// </script><script>document.title='pwned'</script>\n"
+      "// <img src=x onerror=\"document.title='pwned-img'\"></pre></td></tr></table>\n"};
+  int i = 0;
+  for (const auto& src : sources) {
+    storage::CandidateRecord c;
+    c.source = src;
+    c.sha256 = Sha256Hex(src);
+    c.backend = "host";
+    EXPECT_TRUE((*store)->PutCandidate(c).ok());
+    storage::EvaluationRecord e;
+    e.id = NewId("eval");
+    e.job_id = job_id;
+    e.turn_id = turn.id;
+    e.candidate_sha256 = c.sha256;
+    e.status = "OK";
+    e.correct = true;
+    e.speedup = 1.0 + i;
+    e.result_json = R"({"status":"OK","message":"<b>bold</b>"})";
+    e.elapsed_ms = 1000 * ++i;
+    EXPECT_TRUE((*store)->AddEvaluation(e).ok());
+  }
+  EXPECT_TRUE((*store)->UpdateJobState(job_id, storage::JobState::kSucceeded).ok());
+  return job_id;
+}
+
 TEST_F(ReportChromiumTest, RealJobReportRemoteAndOfflineInChromium) {
   db_ = dir_ + "/traj.db";
   ASSERT_NO_FATAL_FAILURE(StartDaemons());
@@ -188,60 +254,8 @@ TEST_F(ReportChromiumTest, RealJobReportRemoteAndOfflineInChromium) {
 // makes no element of them.
 TEST_F(ReportChromiumTest, HostileSourceStaysTextInChromium) {
   db_ = dir_ + "/hostile.db";
-  const std::string job_id = NewId("job");
-  {
-    auto store = storage::TrajectoryStore::Open(db_);
-    ASSERT_TRUE(store.ok()) << store.status();
-    storage::JobRecord job;
-    job.id = job_id;
-    job.spec_json = R"({"problem":"allreduce","worldSize":2,"agent":{"kind":"AGENT_KIND_LLM"}})";
-    job.problem = "allreduce";
-    job.backend = "host";
-    job.world_size = 2;
-    job.dtype = "f32";
-    job.agent_kind = "llm";
-    job.model = "m";
-    job.strategy = "sequential";
-    ASSERT_TRUE((*store)->CreateJob(job).ok());
-    ASSERT_TRUE((*store)->UpdateJobState(job_id, storage::JobState::kRunning).ok());
-    storage::TurnRecord turn;
-    turn.id = NewId("turn");
-    turn.job_id = job_id;
-    ASSERT_TRUE((*store)->AddTurn(turn).ok());
-    storage::LlmCallRecord call;
-    call.id = NewId("llm");
-    call.job_id = job_id;
-    call.turn_id = turn.id;
-    call.provider = "openai";
-    call.model = "m";
-    call.prompt = "[]";
-    call.reply = "</pre></details><script>document.title='pwned-reply'</script>";
-    ASSERT_TRUE((*store)->AddLlmCall(call).ok());
-    const std::string sources[] = {
-        "int pkf_run() { return 0; }\n",
-        "int pkf_run() { return 1; }\n// </script><script>document.title='pwned'</script>\n"
-        "// <img src=x onerror=\"document.title='pwned-img'\"></pre></td></tr></table>\n"};
-    int i = 0;
-    for (const auto& src : sources) {
-      storage::CandidateRecord c;
-      c.source = src;
-      c.sha256 = Sha256Hex(src);
-      c.backend = "host";
-      ASSERT_TRUE((*store)->PutCandidate(c).ok());
-      storage::EvaluationRecord e;
-      e.id = NewId("eval");
-      e.job_id = job_id;
-      e.turn_id = turn.id;
-      e.candidate_sha256 = c.sha256;
-      e.status = "OK";
-      e.correct = true;
-      e.speedup = 1.0 + i;
-      e.result_json = R"({"status":"OK","message":"<b>bold</b>"})";
-      e.elapsed_ms = 1000 * ++i;
-      ASSERT_TRUE((*store)->AddEvaluation(e).ok());
-    }
-    ASSERT_TRUE((*store)->UpdateJobState(job_id, storage::JobState::kSucceeded).ok());
-  }
+  const std::string job_id = WriteHostileJob(db_, 0);
+  ASSERT_FALSE(job_id.empty());
   const std::string html = dir_ + "/hostile.html";
   Cmd r = Sh(absl::StrCat(PKFORGE_BIN, " report ", job_id, " --db ", db_, " -o ", html, " 2>&1"));
   ASSERT_EQ(r.rc, 0) << r.out;
@@ -255,6 +269,25 @@ TEST_F(ReportChromiumTest, HostileSourceStaysTextInChromium) {
   EXPECT_NE(dom.find("&lt;/script&gt;&lt;script&gt;document.title='pwned'"), std::string::npos);
   EXPECT_NE(dom.find("&lt;/pre&gt;&lt;/details&gt;&lt;script&gt;"), std::string::npos);
   EXPECT_NE(dom.find("<title>pkforge allreduce"), std::string::npos);
+}
+
+// Through the orchestrator, a trajectory far above gRPC's default 4 MiB
+// reply limit (a long LLM job's prompts) still makes a report; the page
+// clips the long texts. Needs no browser.
+TEST_F(ReportE2eTest, TrajectoryAboveFourMebibytesThroughTheOrchestrator) {
+  db_ = dir_ + "/large.db";
+  const std::string job_id = WriteHostileJob(db_, 6u << 20);
+  ASSERT_FALSE(job_id.empty());
+  ASSERT_NO_FATAL_FAILURE(StartDaemons());
+  const std::string html = dir_ + "/large.html";
+  Cmd r = Sh(absl::StrCat(PKFORGE_BIN, " report ", job_id, " --orchestrator ",
+                          orchestrator_->address(), " -o ", html, " 2>&1"));
+  ASSERT_EQ(r.rc, 0) << r.out;
+  std::ifstream in(html);
+  std::string page((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_LT(page.size(), 1u << 20);
+  EXPECT_NE(page.find("more bytes not shown]"), std::string::npos);
+  EXPECT_EQ(Count(page, "<tr class=\"eval"), 2u);
 }
 
 }  // namespace
