@@ -48,7 +48,10 @@ DEB="$(ls "$tmp"/deb/pkforge_*.deb | head -n 1)"
 dpkg -x "$DEB" "$tmp/deb-root"
 mapfile -t DEPS < <(dpkg-deb -f "$DEB" Depends | tr ',' '\n' | sed 's/(.*)//; s/|.*//; s/ //g' | grep .)
 R="$tmp/rootfs"
-python3 deploy/containers/mkrootfs.py --out "$R" --packages systemd systemd-sysv dbus procps bash coreutils \
+# dbus is optional (systemctl reaches PID 1 through its private socket as root).
+OPTIONAL=()
+dpkg-query -W -f='${Status}' dbus 2>/dev/null | grep -q 'install ok installed' && OPTIONAL+=(dbus)
+python3 deploy/containers/mkrootfs.py --out "$R" --packages systemd procps bash coreutils "${OPTIONAL[@]}" \
   "${DEPS[@]}" --tree "$tmp/deb-root" >"$tmp/mkrootfs.log" || { cat "$tmp/mkrootfs.log"; exit 1; }
 head -n 1 "$tmp/mkrootfs.log"
 
