@@ -332,6 +332,18 @@ double NiceStep(double range, int n) {
 
 std::string Num(double v) { return fmt::format("{:.1f}", v); }
 
+// % of roofline; above the ceiling a measurement is wrong, not fast (the
+// executor flags it as suspicious), so it is never shown as a number alone.
+std::string RooflineHtml(double fraction) {
+  if (!(fraction > 0)) return "&ndash;";
+  if (fraction > 1) {
+    return fmt::format("<span class=\"st bad\" title=\"{:.1f}% is above the hardware "
+                       "ceiling\">suspect</span>",
+                       100 * fraction);
+  }
+  return fmt::format("{:.1f}%", 100 * fraction);
+}
+
 struct PlotPoint {
   double t = 0;
   bool correct = false;
@@ -555,10 +567,7 @@ absl::StatusOr<std::string> RenderJobReport(const v1::Trajectory& traj,
   };
   absl::StrAppend(&h, "<div class=\"kv\" id=\"job\">");
   kv("best speedup", E(best), "big");
-  kv("% of roofline", job.best_roofline_fraction() > 0
-                          ? fmt::format("{:.1f}%", 100 * job.best_roofline_fraction())
-                          : "&ndash;",
-     "big");
+  kv("% of roofline", RooflineHtml(job.best_roofline_fraction()), "big");
   kv("backend", E(agent::BackendName(spec.backend())));
   kv("world size", E(absl::StrCat(spec.world_size())));
   const std::string dtype = spec.dtype() == v1::DTYPE_UNSPECIFIED
@@ -614,7 +623,7 @@ absl::StatusOr<std::string> RenderJobReport(const v1::Trajectory& traj,
         StatusClass(e.status()), "\">", E(StatusText(e.status())), "</span></td><td>",
         e.has_speedup() ? fmt::format("{:.3f}x", e.speedup()) : "&ndash;", "</td><td>",
         Us(r.candidate().median_us()), "</td><td>", Us(r.reference().median_us()), "</td><td>",
-        roof > 0 ? fmt::format("{:.1f}%", 100 * roof) : "&ndash;", "</td><td>",
+        RooflineHtml(roof), "</td><td>",
         Ms(e.stages().queue_ms()), "</td><td>", Ms(e.stages().compile_ms()),
         r.compile().cache_hit() ? " (hit)" : "", "</td><td>", Ms(e.stages().run_ms()),
         "</td><td class=\"l turn\" title=\"", E(turn_text), "\">", E(turn_text),
@@ -625,7 +634,11 @@ absl::StatusOr<std::string> RenderJobReport(const v1::Trajectory& traj,
     // Details of this evaluation.
     std::string d;
     if (e.has_result()) {
-      absl::StrAppend(&d, "<details><summary>feedback given to the agent</summary>",
+      absl::StrAppend(&d, "<details><summary>",
+                      spec.agent().kind() == v1::AGENT_KIND_LLM
+                          ? "feedback given to the agent"
+                          : "evaluation report (as an LLM agent is given it)",
+                      "</summary>",
                       Pre(Clip(agent::RenderResult(r), options.max_text_chars)), "</details>");
       if (!r.compile().output().empty()) {
         absl::StrAppend(&d, "<details", e.status() == EvaluationResult::COMPILE_ERROR ? " open" : "",

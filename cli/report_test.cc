@@ -169,6 +169,25 @@ TEST(ReportTest, NeverCorrectJobHasPlotsButNoStepLine) {
   EXPECT_NE(html->find("No correct candidate."), std::string::npos);
 }
 
+TEST(ReportTest, RooflineAboveTheCeilingIsSuspectNotANumber) {
+  v1::Trajectory t = MakeTrajectory();
+  t.mutable_job()->set_best_roofline_fraction(1.5);
+  t.mutable_evaluations(2)->mutable_result()->mutable_roofline()->set_candidate_fraction(1.5);
+  auto html = RenderJobReport(t);
+  ASSERT_TRUE(html.ok()) << html.status();
+  EXPECT_EQ(html->find(">150.0%"), std::string::npos);
+  EXPECT_EQ(Count(*html, ">suspect</span>"), 2u);  // header and row 3
+}
+
+TEST(ReportTest, NonLlmAgentsAreNotSaidToGetFeedback) {
+  v1::Trajectory t = MakeTrajectory();
+  t.mutable_job()->mutable_spec()->mutable_agent()->set_kind(v1::AGENT_KIND_SEARCH);
+  auto html = RenderJobReport(t);
+  ASSERT_TRUE(html.ok()) << html.status();
+  EXPECT_EQ(html->find("feedback given to the agent"), std::string::npos);
+  EXPECT_EQ(Count(*html, "evaluation report (as an LLM agent is given it)"), 4u);
+}
+
 TEST(HtmlEscapeTest, EscapesMarkupAndReplacesInvalidUtf8) {
   EXPECT_EQ(HtmlEscape("<a href=\"x\">'&'</a>"),
             "&lt;a href=&quot;x&quot;&gt;&#39;&amp;&#39;&lt;/a&gt;");
