@@ -16,7 +16,13 @@
    volume, Secrets mounted for tokens (and TLS in the overlay), and the
    NetworkPolicy letting only the orchestrator reach the executors' gRPC port.
 
-Usage: k8s_test.py DEPLOY_K8S_DIR
+4. With BUILD_DIR: starts this build's pkforge-executor and
+   pkforge-orchestrator with the exact args of the base manifests (addresses
+   moved to loopback, paths into a temporary directory, $(VAR) filled in as
+   the kubelet would), so a flag the binaries do not know fails here and
+   not in a cluster.
+
+Usage: k8s_test.py DEPLOY_K8S_DIR [BUILD_DIR]
 """
 import base64
 import copy
@@ -25,6 +31,8 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
+import time
 
 import yaml
 import kubernetes_validate
@@ -208,6 +216,54 @@ def promises(docs, overlay):
         check(bool(rule.get("ports")) and bool(rule.get("from")), "no ingress rule open to all")
 
 
+def run_with_manifest_args(build, docs):
+    """Starts each daemon with its manifest's args; they must reach 'listening'."""
+    tmp = tempfile.mkdtemp(prefix="pkf_k8s_")
+    env_values = {"NODE_NAME": "node-1", "POD_NAMESPACE": "pkforge"}
+    try:
+        for kind, name, binary, ready in (
+                ("DaemonSet", "pkforge-executor", "pkforge-executor", r"^pkforge-executor listening on "),
+                ("StatefulSet", "pkforge-orchestrator", "pkforge-orchestrator", r"^LISTENING ")):
+            c = find(docs, kind, name)["spec"]["template"]["spec"]["containers"][0]
+            args = []
+            for a in c["args"]:
+                flag, eq, value = a.partition("=")
+                value = re.sub(r"\$\((\w+)\)", lambda m: env_values[m.group(1)], value)
+                if flag in ("--listen", "--metrics-listen"):
+                    value = "127.0.0.1:0"
+                elif value.startswith(("/var/lib/pkforge", "/etc/pkforge")):
+                    value = tmp + value
+                    os.makedirs(os.path.dirname(value), exist_ok=True)
+                    if "token" in flag:
+                        with open(value, "w") as f:
+                            f.write("k8s-test-token-0123456789abcdef\n")
+                        os.chmod(value, 0o600)
+                args.append(f"{flag}{eq}{value}")
+            os.makedirs(f"{tmp}/var/lib/pkforge", exist_ok=True)
+            log = os.path.join(tmp, f"{name}.log")
+            with open(log, "w") as out:
+                p = subprocess.Popen([os.path.join(os.path.abspath(build), "bin", binary)] + args, stdout=out,
+                                     stderr=subprocess.STDOUT, cwd=tmp)
+            deadline = time.monotonic() + 120
+            ok = False
+            while time.monotonic() < deadline and not ok and p.poll() is None:
+                with open(log) as f:
+                    ok = any(re.match(ready, line) for line in f)
+                time.sleep(0.1)
+            p.terminate()
+            try:
+                p.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                p.kill()
+            with open(log) as f:
+                text = f.read()
+            check(ok, f"{binary} does not start with the {kind}'s args {args}: {text[-1500:]}")
+            if ok:
+                print(f"k8s_test: {binary} started with the {kind}'s args ({len(args)} flags)")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
 def main():
     k8s = sys.argv[1]
     base_dir = os.path.join(k8s, "base")
@@ -220,6 +276,8 @@ def main():
     validate(raw, "base")
     promises(render(base_dir), overlay=False)
     print(f"k8s_test: base: {len(raw)} objects valid against Kubernetes {', '.join(VERSIONS)} (strict)")
+    if len(sys.argv) > 2:
+        run_with_manifest_args(sys.argv[2], render(base_dir))
 
     for ov in sorted(os.listdir(os.path.join(k8s, "overlays"))):
         odir = os.path.join(k8s, "overlays", ov)
