@@ -72,8 +72,10 @@ std::string NewDir(const std::string& name) {
 // `cgroup_procs`: a cgroup.procs file the launch joins first ("" = none).
 // `max_speedup` > 0: an OK verdict (where an attack may get one because it
 // had no effect) must also stay below that speedup.
+// `as_nobody`: the launch runs as uid 65534 (setpriv; with `cgroup_procs` only).
 void Expect(const std::string& name, std::vector<Accept> accept, const std::string& extra = "",
-            int timeout_s = 10, const std::string& cgroup_procs = "", double max_speedup = 0) {
+            int timeout_s = 10, const std::string& cgroup_procs = "", double max_speedup = 0,
+            bool as_nobody = false) {
   const std::string dir = NewDir(name);
   setenv("PKF_REDTEAM_DIR", dir.c_str(), 1);
   // An operator secret in the judge's environment (filtered from ranks).
@@ -89,7 +91,9 @@ void Expect(const std::string& name, std::vector<Accept> accept, const std::stri
       "timeout -k 5 {} {} launch --problem allreduce --backend host --world-size 3 --dtype f32 "
       "--size tiny --trials 2 --warmup 1 --iters 6 --timeout {} --json {} {}/redteam_{}.so",
       timeout_s * 4 + 30, PKF_WORKER, timeout_s, extra, PKF_CANDIDATES, name);
-  if (!cgroup_procs.empty()) cmd = fmt::format("sh -c 'echo $$ > {} && exec {}'", cgroup_procs, cmd);
+  if (!cgroup_procs.empty())
+    cmd = fmt::format("sh -c 'echo $$ > {} && exec {}{}'", cgroup_procs,
+                      as_nobody ? "setpriv --reuid=65534 --regid=65534 --clear-groups " : "", cmd);
   const Verdict v = RunJudge(cmd, dir + "/judge_stderr");
   const std::vector<int> alive = StillAlive(dir);
   unsetenv("PKF_REDTEAM_DIR");
@@ -145,6 +149,7 @@ void Expect(const std::string& name, std::vector<Accept> accept, const std::stri
 // "Pending"): the verdict listed is the one the fixed judge must give, so
 // these fail until the judge is fixed. Run them alone with
 // --gtest_filter='RedTeamPending.*'.
+// Pending on 2026-12-04 16:07: RedTeamPending.oom_adj_reset_blame.
 #define RT_PENDING(name, ...) \
   TEST(RedTeamPending, name) { Expect(#name, __VA_ARGS__); }
 
@@ -405,6 +410,19 @@ TEST(RedTeam, memfd_oom_blame) {
   Expect("memfd_oom_blame", {kRuntime, Accept{Result::SETUP_ERROR, {}}}, "", 10,
          cg + "/cgroup.procs");
   // Killed processes leave the cgroup a moment after the launch returned.
+  for (int i = 0; i < 300 && rmdir(cg.c_str()) != 0 && errno == EBUSY; ++i) usleep(10000);
+}
+
+// The same without root (as in a sandbox, where the ranks hold no
+// CAP_SYS_RESOURCE and are not moved to another uid): the candidate lowers
+// the oom_score_adj of 1000 its rank set, back to 0, then fills the memfd.
+TEST(RedTeamPending, oom_adj_reset_blame) {
+  if (geteuid() != 0 || system("command -v setpriv >/dev/null 2>&1") != 0)
+    GTEST_SKIP() << "needs root and setpriv to run the launch as another uid";
+  const std::string cg = MemoryCgroup("pkf_redteam_oom2", int64_t{300} << 20);
+  if (cg.empty()) GTEST_SKIP() << "cannot create a memory cgroup here";
+  Expect("oom_adj_reset_blame", {kRuntime, Accept{Result::SETUP_ERROR, {}}}, "", 10,
+         cg + "/cgroup.procs", 0, /*as_nobody=*/true);
   for (int i = 0; i < 300 && rmdir(cg.c_str()) != 0 && errno == EBUSY; ++i) usleep(10000);
 }
 
