@@ -140,17 +140,6 @@ absl::Status MergeConfigFile(const std::string& path, ExecutorConfig* c) {
   return absl::OkStatus();
 }
 
-bool IsLoopbackAddress(const std::string& host_port) {
-  if (host_port.rfind("unix:", 0) == 0) return true;
-  std::string host = host_port;
-  if (!host.empty() && host.front() == '[') {
-    host = host.substr(1, host.find(']') - 1);
-  } else if (auto colon = host.rfind(':'); colon != std::string::npos) {
-    host = host.substr(0, colon);
-  }
-  return host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
-}
-
 absl::StatusOr<std::vector<int>> ParseGpuList(const std::string& text) {
   std::vector<int> out;
   if (text == "all" || text == "none" || text.empty()) return out;

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "common/net.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 
@@ -88,8 +89,8 @@ absl::Status Finalize(ExecutorConfig* config, const std::string& self_exe);
 // file's directory, which a wrapper script would leave unreachable.
 std::string ResolveNcu(const std::string& path, const std::vector<std::string>& install_roots);
 
-// True for 127.0.0.0/8, ::1, localhost and unix: addresses.
-bool IsLoopbackAddress(const std::string& host_port);
+// IsLoopbackAddress (127.0.0.0/8, ::1, localhost, unix: sockets) is
+// common/net.h's, shared with the orchestrator.
 
 // Parses "0,1,3" (or "all"/"none" into an empty list plus a flag).
 absl::StatusOr<std::vector<int>> ParseGpuList(const std::string& text);

@@ -1,6 +1,5 @@
 #include "executor/service.h"
 
-#include <openssl/crypto.h>
 
 #include <deque>
 #include <thread>
@@ -78,11 +77,6 @@ class EvalReactor final : public grpc::ServerWriteReactor<v1::EvaluateProgress> 
   std::shared_ptr<ExecutorService::Call> call_;
 };
 
-bool ConstantTimeEquals(const std::string& a, const std::string& b) {
-  if (a.size() != b.size()) return false;
-  return CRYPTO_memcmp(a.data(), b.data(), a.size()) == 0;
-}
-
 std::string ClientKey(const grpc::CallbackServerContext* context, const v1::EvaluateRequest& r) {
   // The orchestrator tags requests "job_<id> turn N": one fairness group per
   // job. Untagged callers are grouped by their address (without the port).
@@ -143,7 +137,7 @@ ExecutorService::ExecutorService(const ExecutorConfig* config, Pipeline* pipelin
       queue_(queue),
       compiler_(compiler),
       metrics_(metrics),
-      token_(std::move(token)) {
+      token_(token) {
   metrics_->SetCallback("pkforge_executor_in_flight", [this] { return double(in_flight()); });
 }
 
@@ -159,8 +153,7 @@ grpc::Status ExecutorService::CheckAuth(const grpc::CallbackServerContext* conte
   if (it == md.end())
     return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
                         "missing bearer token (metadata 'authorization: Bearer <token>')");
-  const std::string given(it->second.data(), it->second.size());
-  if (!ConstantTimeEquals(given, "Bearer " + token_))
+  if (!token_.Matches(std::string_view(it->second.data(), it->second.size())))
     return grpc::Status(grpc::StatusCode::UNAUTHENTICATED, "invalid bearer token");
   return grpc::Status::OK;
 }

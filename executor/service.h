@@ -25,6 +25,7 @@
 #include <set>
 #include <string>
 
+#include "common/net.h"
 #include "executor/pipeline.h"
 #include "pkforge/v1/executor.grpc.pb.h"
 
@@ -63,7 +64,7 @@ class ExecutorService final : public v1::Executor::CallbackService {
   DeviceQueue* queue_;
   Compiler* compiler_;
   Metrics* metrics_;
-  std::string token_;
+  BearerToken token_;  // common/net.h: digest, constant-time comparison
   std::atomic<bool> shutting_down_{false};
   mutable std::mutex mu_;
   std::condition_variable idle_cv_;

@@ -18,16 +18,18 @@
 
 #include <string>
 
+#include "common/net.h"
+
 namespace pkforge::orchestrator {
 
 class Authenticator {
  public:
   explicit Authenticator(std::string token = "");
   grpc::Status Check(const grpc::CallbackServerContext* ctx) const;
-  bool enabled() const { return !digest_.empty(); }
+  bool enabled() const { return !token_.empty(); }
 
  private:
-  std::string digest_;  // sha256 hex of the token, "" = no auth
+  BearerToken token_;  // common/net.h: digest, constant-time comparison
 };
 
 }  // namespace pkforge::orchestrator

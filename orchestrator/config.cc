@@ -276,16 +276,6 @@ absl::Status ValidateConfig(const OrchestratorConfig& c) {
   return absl::OkStatus();
 }
 
-bool IsLoopbackAddress(const std::string& address) {
-  auto colon = address.rfind(':');
-  std::string host = colon == std::string::npos ? address : address.substr(0, colon);
-  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
-    host = host.substr(1, host.size() - 2);
-  }
-  if (host == "localhost" || host == "::1") return true;
-  return host.rfind("127.", 0) == 0;
-}
-
 absl::StatusOr<std::string> ReadSecretFile(const std::string& path) {
   std::ifstream in(path);
   if (!in) return absl::NotFoundError(fmt::format("token file {} cannot be read", path));

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "common/net.h"
 #include "absl/status/statusor.h"
 
 namespace pkforge::orchestrator {
@@ -102,8 +103,8 @@ absl::StatusOr<OrchestratorConfig> LoadConfigFile(const std::string& path,
 // Range and consistency checks, naming the offending key.
 absl::Status ValidateConfig(const OrchestratorConfig& config);
 
-// True for 127.0.0.0/8, ::1 and "localhost" hosts of a HOST:PORT address.
-bool IsLoopbackAddress(const std::string& address);
+// IsLoopbackAddress (127.0.0.0/8, ::1, localhost, unix: sockets) is
+// common/net.h's, shared with the executor.
 
 // Reads a secret file (a token), trimming surrounding whitespace; empty is an error.
 absl::StatusOr<std::string> ReadSecretFile(const std::string& path);
