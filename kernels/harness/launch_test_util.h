@@ -14,6 +14,7 @@
 // Thread safety: none (tests run their launches one after the other).
 #pragma once
 
+#include <dirent.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/wait.h>
@@ -107,17 +108,34 @@ inline std::set<std::string> FailingChecks(const Result& r) {
   return out;
 }
 
+// Start time of a live process (0 when gone). A process is alive while any
+// of its threads is: its leader alone may read Z after leaving with
+// SYS_exit while other threads run on (as containment.cc decides).
 inline unsigned long long StartTime(int pid) {
   const std::string s = ReadFile(fmt::format("/proc/{}/stat", pid));
   const size_t close = s.rfind(')');
   if (close == std::string::npos) return 0;
   std::istringstream in(s.substr(close + 2));
   std::string field;
+  bool leader_dead = false;
+  unsigned long long start = 0;
   for (int i = 3; i <= 22 && (in >> field); ++i) {
-    if (i == 3 && (field == "Z" || field == "X")) return 0;  // a zombie is not alive
-    if (i == 22) return std::stoull(field);
+    if (i == 3) leader_dead = field == "Z" || field == "X";
+    if (i == 22) start = std::stoull(field);
   }
-  return 0;
+  if (!leader_dead) return start;
+  DIR* d = opendir(fmt::format("/proc/{}/task", pid).c_str());
+  if (d == nullptr) return 0;
+  bool live_thread = false;
+  while (dirent* e = readdir(d)) {
+    if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
+    const std::string t = ReadFile(fmt::format("/proc/{}/task/{}/stat", pid, e->d_name));
+    const size_t c = t.rfind(')');
+    if (c != std::string::npos && c + 2 < t.size() && t[c + 2] != 'Z' && t[c + 2] != 'X')
+      live_thread = true;
+  }
+  closedir(d);
+  return live_thread ? start : 0;
 }
 
 // Processes recorded in dir/pids that still run (same pid and start time);
