@@ -1,6 +1,9 @@
 // Compiler: turns one candidate source into a shared library, inside the
 // sandbox, through an on-disk content-addressed cache (docs/design.md sections 3,
-// 5-7; issue 5).
+// 5-7; issue 5). It ties together compile_flags.h (the flag allowlist),
+// compile_cache.h (the cache's files, LRU and cross-process locks) and
+// toolchain.h (compiler versions, sandbox view, CUDA libraries); the
+// in-process single-flight of identical requests lives here (issue 20).
 //
 // Contract
 //   Compile(request, dest_dir) runs the server-chosen command line
@@ -66,6 +69,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "executor/compile_cache.h"
 #include "pkforge/v1/common.pb.h"
 #include "sandbox/sandbox.h"
 
@@ -172,7 +176,6 @@ class Compiler {
   Stats stats() const;
 
  private:
-  struct Entry;
   struct Flight;
   struct Produced;
 
@@ -184,21 +187,14 @@ class Compiler {
 
   std::string KeyFor(v1::Backend backend, const std::string& source,
                      const std::vector<std::string>& args) const;
-  // A verified entry, or nullptr when absent or damaged (then `damage` says how).
-  std::shared_ptr<const Entry> Lookup(const std::string& key, std::string* damage) const;
-  void RemoveEntry(const std::string& key) const;
   absl::StatusOr<Produced> Lead(const CompileRequest& request, const std::string& key,
                                 const std::vector<std::string>& args,
                                 const std::atomic<bool>* cancel, const StartFn& on_start);
   absl::StatusOr<Produced> RunCompiler(const CompileRequest& request, const std::string& key,
                                        const std::vector<std::string>& args,
                                        const std::atomic<bool>* cancel);
-  absl::Status Store(const std::string& key, const Entry& entry);
-  // Rescans cache_dir under the global lock and evicts down to the bound,
-  // sparing `keep` (may be empty).
-  absl::Status ScanAndEvict(const std::string& keep);
-  absl::StatusOr<CompileOutcome> Finish(const Entry& entry, const std::string& key, bool cache_hit,
-                                        const std::string& dest_dir) const;
+  absl::StatusOr<CompileOutcome> Finish(const CacheEntry& entry, const std::string& key,
+                                        bool cache_hit, const std::string& dest_dir) const;
 
   const CompilerConfig config_;
   const sandbox::Sandbox* const sandbox_;
@@ -212,11 +208,12 @@ class Compiler {
   std::string host_target_;    // machine + CPU model (for -march=native)
   std::string header_digest_;  // sha256 of pkforge/candidate.h
   std::string work_dir_;       // <cache_dir>/.work: scratch directories
+  CompileCache cache_;         // the files under cache_dir (compile_cache.h)
 
   mutable std::mutex mu_;
   std::condition_variable flight_done_;
   std::map<std::string, std::shared_ptr<Flight>> flights_;  // guarded by mu_
-  Stats stats_;                                             // guarded by mu_
+  Stats stats_;  // guarded by mu_; evictions/bytes/entries live in cache_
 };
 
 }  // namespace pkforge::executor

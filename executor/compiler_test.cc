@@ -361,7 +361,8 @@ TEST_F(CompilerTest, OnStartReportsTheCacheOutcomeOnceBeforeTheCompilerRuns) {
   EXPECT_FALSE(first->info.cache_hit());
 
   calls.clear();
-  auto second = compiler->Compile(req, dir_.Sub("b"), nullptr, [&](bool hit) { calls.push_back(hit); });
+  auto second =
+      compiler->Compile(req, dir_.Sub("b"), nullptr, [&](bool hit) { calls.push_back(hit); });
   ASSERT_TRUE(second.ok()) << second.status();
   EXPECT_EQ(calls, std::vector<bool>{true});
   EXPECT_TRUE(second->info.cache_hit());
@@ -589,108 +590,11 @@ TEST_F(CompilerTest, DisallowedFlagsAreRejectedNamingTheField) {
       compiler->Compile(Host(HostSource(1), {"-O2", "-fplugin=evil.so"}), dir_.Sub("dest"));
   EXPECT_EQ(compiled.status().code(), absl::StatusCode::kInvalidArgument);
 
-  const std::vector<std::string> bad_host = {"-o",
-                                             "out.so",
-                                             "-I/etc",
-                                             "-isystem/etc",
-                                             "-include/etc/passwd",
-                                             "-L/tmp",
-                                             "-lssl",
-                                             "-l",
-                                             "@/etc/passwd",
-                                             "-B/tmp",
-                                             "-wrapper",
-                                             "-specs=/tmp/x",
-                                             "-Wl,-rpath,/tmp",
-                                             "-Wa,-adhln=/tmp/x",
-                                             "-Wp,-MD,/tmp/x",
-                                             "-Xlinker",
-                                             "-Xassembler",
-                                             "-fplugin-arg-x-y=1",
-                                             "-save-temps",
-                                             "-E",
-                                             "-M",
-                                             "-MF/tmp/x",
-                                             "--sysroot=/",
-                                             "-DX\nY",
-                                             "-D",
-                                             "-D1X",
-                                             "-march=native;id",
-                                             "-fdump-tree-all",
-                                             "-ftemplate-depth=999999999",
-                                             "-O3 -fplugin=x",
-                                             "--compiler-bindir=/tmp",
-                                             "-x",
-                                             "c",
-                                             "-frandom-seed=x",
-                                             std::string(300, 'O')};
-  for (const auto& f : bad_host) {
-    auto s = compiler->ValidateFlags(v1::BACKEND_HOST, {"-O1", "-Wall", f});
-    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << f;
-    EXPECT_THAT(std::string(s.message()), HasSubstr("extra_flags[2]")) << f;
-  }
-  const std::vector<std::string> bad_cuda = {"--compiler-bindir=/tmp",
-                                             "-ccbin=/tmp",
-                                             "-ccbin",
-                                             "-Xcompiler=-fplugin=x.so",
-                                             "-Xcompiler",
-                                             "-Xcompiler=-Wl,-rpath,/x",
-                                             "-Xlinker=-rpath=/x",
-                                             "-Xptxas=--foo",
-                                             "-arch=sm_80",
-                                             "-arch=sm_90af",
-                                             "-gencode=arch=compute_80,code=sm_80",
-                                             "-odir=/tmp",
-                                             "--keep",
-                                             "-lssl",
-                                             "-I/etc",
-                                             "-rdc=true",
-                                             "--dryrun",
-                                             "-std=c++11",
-                                             "-maxrregcount=1000"};
-  for (const auto& f : bad_cuda) {
-    auto s = compiler->ValidateFlags(v1::BACKEND_CUDA, {f});
-    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << f;
-    EXPECT_THAT(std::string(s.message()), HasSubstr("extra_flags[0]")) << f;
-  }
-  EXPECT_EQ(compiler->ValidateFlags(v1::BACKEND_UNSPECIFIED, {}).code(),
+  // The allowlist itself (every good and bad flag) is tested without a
+  // compiler in compile_flags_test.cc.
+  EXPECT_TRUE(compiler->ValidateFlags(v1::BACKEND_CUDA, {"-arch=sm_90a"}).ok());
+  EXPECT_EQ(compiler->ValidateFlags(v1::BACKEND_CUDA, {"-arch=sm_80"}).code(),
             absl::StatusCode::kInvalidArgument);
-
-  const std::vector<std::string> good_host = {"-O2",
-                                              "-DFOO=1",
-                                              "-DBAR",
-                                              "-UBAZ",
-                                              "-march=native",
-                                              "-mtune=native",
-                                              "-mavx2",
-                                              "-ffast-math",
-                                              "-funroll-loops",
-                                              "-fno-exceptions",
-                                              "-ffp-contract=fast",
-                                              "-Wall",
-                                              "-Wno-unused-parameter",
-                                              "-Werror",
-                                              "-std=c++17",
-                                              "-g",
-                                              "-lm",
-                                              "-fopenmp"};
-  EXPECT_TRUE(compiler->ValidateFlags(v1::BACKEND_HOST, good_host).ok())
-      << compiler->ValidateFlags(v1::BACKEND_HOST, good_host);
-  const std::vector<std::string> good_cuda = {"-O2",
-                                              "-lineinfo",
-                                              "--use_fast_math",
-                                              "-maxrregcount=64",
-                                              "-Xptxas=-v,-warn-spills",
-                                              "-Xcompiler=-O3,-march=native",
-                                              "-arch=sm_90a",
-                                              "-DX=1",
-                                              "--expt-relaxed-constexpr",
-                                              "-std=c++20",
-                                              "--ftz=true",
-                                              "--diag-suppress=177,550",
-                                              "-lcuda"};
-  EXPECT_TRUE(compiler->ValidateFlags(v1::BACKEND_CUDA, good_cuda).ok())
-      << compiler->ValidateFlags(v1::BACKEND_CUDA, good_cuda);
 
   // Allowed flags really compile, and the user's -O and -std win.
   auto out = compiler->Compile(
