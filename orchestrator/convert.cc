@@ -20,29 +20,6 @@ std::string BackendName(v1::Backend b) {
   }
 }
 
-std::string DtypeName(v1::Dtype d) {
-  switch (d) {
-    case v1::DTYPE_F32:
-      return "f32";
-    case v1::DTYPE_F16:
-      return "f16";
-    case v1::DTYPE_BF16:
-      return "bf16";
-    case v1::DTYPE_F64:
-      return "f64";
-    case v1::DTYPE_I32:
-      return "i32";
-    case v1::DTYPE_I64:
-      return "i64";
-    case v1::DTYPE_U8:
-      return "u8";
-    case v1::DTYPE_FP8_E4M3:
-      return "fp8_e4m3";
-    default:
-      return "";
-  }
-}
-
 std::string AgentKindName(v1::AgentKind k) {
   switch (k) {
     case v1::AGENT_KIND_LLM:

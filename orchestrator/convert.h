@@ -17,6 +17,7 @@
 #include <string_view>
 
 #include "absl/status/statusor.h"
+#include "agent/prompt.h"
 #include "kernels/harness/eval_validation.h"
 #include "pkforge/v1/orchestrator.pb.h"
 #include "storage/plateau.h"
@@ -25,7 +26,9 @@
 namespace pkforge::orchestrator {
 
 std::string BackendName(v1::Backend b);  // "host" | "cuda" | "unspecified"
-std::string DtypeName(v1::Dtype d);      // "f32" | "bf16" | ... | "" for unspecified
+// "f32" | "bf16" | ...: the agent's names (agent/prompt.h), one table for
+// prompts, messages and stored specs.
+using agent::DtypeName;
 std::string AgentKindName(v1::AgentKind k);        // "llm" | "search" | "replay"
 std::string StrategyName(const v1::AgentConfig& a);  // "sequential" | ... | "successive_halving"
 std::string StatusName(v1::EvaluationResult::Status s);  // "OK", "COMPILE_ERROR", ...
