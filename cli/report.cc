@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "common/utf8.h"
 #include "absl/strings/str_cat.h"
 #include "agent/prompt.h"
 #include "cli/offline.h"
@@ -48,30 +49,10 @@ std::string HtmlEscape(std::string_view text) {
       ++i;
       continue;
     }
-    // A well-formed UTF-8 sequence (no overlongs, no surrogates, <= U+10FFFF)
-    // is copied; anything else becomes one U+FFFD per bad byte.
-    int len = 0;
+    // A well-formed UTF-8 sequence (common/utf8.h) is copied; anything else
+    // becomes one U+FFFD per bad byte.
     uint32_t cp = 0;
-    if (c >= 0xC2 && c <= 0xDF) {
-      len = 2;
-      cp = c & 0x1F;
-    } else if (c >= 0xE0 && c <= 0xEF) {
-      len = 3;
-      cp = c & 0x0F;
-    } else if (c >= 0xF0 && c <= 0xF4) {
-      len = 4;
-      cp = c & 0x07;
-    }
-    bool ok = len > 0 && i + len <= n;
-    for (int k = 1; ok && k < len; ++k) {
-      if ((s[i + k] & 0xC0) != 0x80) ok = false;
-      cp = (cp << 6) | (s[i + k] & 0x3F);
-    }
-    if (ok && ((len == 3 && (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF))) ||
-               (len == 4 && (cp < 0x10000 || cp > 0x10FFFF)))) {
-      ok = false;
-    }
-    if (ok) {
+    if (const size_t len = Utf8SequenceAt(text, i, &cp); len > 0) {
       out.append(text.substr(i, len));
       i += len;
     } else {

@@ -11,6 +11,7 @@
 #include <sstream>
 #include <utility>
 
+#include "common/utf8.h"
 #include "common/status.h"
 #include "fmt/format.h"
 #include "spdlog/spdlog.h"
@@ -40,29 +41,8 @@ std::string SanitizeToolOutput(std::string_view in) {
       ++i;
       continue;
     }
-    size_t len = 0;
     uint32_t cp = 0;
-    if ((c & 0xe0) == 0xc0) {
-      len = 2;
-      cp = c & 0x1f;
-    } else if ((c & 0xf0) == 0xe0) {
-      len = 3;
-      cp = c & 0x0f;
-    } else if ((c & 0xf8) == 0xf0) {
-      len = 4;
-      cp = c & 0x07;
-    }
-    bool valid = len != 0 && i + len <= in.size();
-    for (size_t k = 1; valid && k < len; ++k) {
-      const auto cc = static_cast<unsigned char>(in[i + k]);
-      valid = (cc & 0xc0) == 0x80;
-      cp = (cp << 6) | (cc & 0x3f);
-    }
-    if (valid) {
-      static constexpr uint32_t kMin[5] = {0, 0, 0x80, 0x800, 0x10000};
-      valid = cp >= kMin[len] && cp <= 0x10ffff && !(cp >= 0xd800 && cp <= 0xdfff);
-    }
-    if (valid) {
+    if (const size_t len = Utf8SequenceAt(in, i, &cp); len > 0) {
       out.append(in.substr(i, len));
       i += len;
     } else {

@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/utf8.h"
 #include "fmt/format.h"
 #include "nlohmann/json.hpp"
 
@@ -28,32 +29,9 @@ std::string SanitizeUtf8(std::string_view s, bool for_xml) {
   out.reserve(s.size());
   size_t i = 0;
   while (i < s.size()) {
-    const auto c = static_cast<unsigned char>(s[i]);
-    size_t len = 0;
-    uint32_t cp = 0, min_cp = 0;
-    if (c < 0x80) {
-      len = 1;
-      cp = c;
-    } else if (c >= 0xC2 && c <= 0xDF) {
-      len = 2;
-      cp = c & 0x1F;
-      min_cp = 0x80;
-    } else if (c >= 0xE0 && c <= 0xEF) {
-      len = 3;
-      cp = c & 0x0F;
-      min_cp = 0x800;
-    } else if (c >= 0xF0 && c <= 0xF4) {
-      len = 4;
-      cp = c & 0x07;
-      min_cp = 0x10000;
-    }
-    bool valid = len > 0 && i + len <= s.size();
-    for (size_t k = 1; valid && k < len; ++k) {
-      const auto cc = static_cast<unsigned char>(s[i + k]);
-      if ((cc & 0xC0) != 0x80) valid = false;
-      cp = (cp << 6) | (cc & 0x3F);
-    }
-    valid = valid && cp >= min_cp && cp <= 0x10FFFF && !(cp >= 0xD800 && cp <= 0xDFFF);
+    uint32_t cp = 0;
+    const size_t len = Utf8SequenceAt(s, i, &cp);
+    bool valid = len > 0;
     if (valid && for_xml) {
       valid =
           (cp >= 0x20 || cp == '\t' || cp == '\n' || cp == '\r') && cp != 0xFFFE && cp != 0xFFFF;

@@ -1,0 +1,33 @@
+#include "common/utf8.h"
+
+namespace pkforge {
+
+size_t Utf8SequenceAt(std::string_view s, size_t i, uint32_t* cp) {
+  if (i >= s.size()) return 0;
+  const auto c = static_cast<unsigned char>(s[i]);
+  size_t len = 0;
+  uint32_t v = 0, min = 0;
+  if (c < 0x80) {
+    *cp = c;
+    return 1;
+  } else if (c >= 0xC2 && c <= 0xDF) {
+    len = 2, v = c & 0x1F, min = 0x80;
+  } else if (c >= 0xE0 && c <= 0xEF) {
+    len = 3, v = c & 0x0F, min = 0x800;
+  } else if (c >= 0xF0 && c <= 0xF4) {
+    len = 4, v = c & 0x07, min = 0x10000;
+  } else {
+    return 0;
+  }
+  if (i + len > s.size()) return 0;
+  for (size_t k = 1; k < len; ++k) {
+    const auto cc = static_cast<unsigned char>(s[i + k]);
+    if ((cc & 0xC0) != 0x80) return 0;
+    v = (v << 6) | (cc & 0x3F);
+  }
+  if (v < min || v > 0x10FFFF || (v >= 0xD800 && v <= 0xDFFF)) return 0;
+  *cp = v;
+  return len;
+}
+
+}  // namespace pkforge

@@ -1,0 +1,22 @@
+// UTF-8 decoding, once: every place that makes untrusted bytes (compiler
+// output, candidate sources, LLM text, names in plots) safe for proto3
+// strings, HTML, XML or JSON decides what to do with a bad byte, but which
+// bytes are bad is decided here.
+//
+// Thread safety: pure functions.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+namespace pkforge {
+
+// Length (1-4) of the well-formed UTF-8 sequence that starts at s[i], and its
+// code point in *cp; 0 when the byte there starts none (a stray continuation
+// byte, a truncated sequence, an overlong form, a surrogate, > U+10FFFF).
+size_t Utf8SequenceAt(std::string_view s, size_t i, uint32_t* cp);
+
+inline constexpr std::string_view kUtf8Replacement = "\xEF\xBF\xBD";  // U+FFFD
+
+}  // namespace pkforge

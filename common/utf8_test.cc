@@ -1,0 +1,40 @@
+#include "common/utf8.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+namespace pkforge {
+namespace {
+
+size_t At(const std::string& s, uint32_t* cp) { return Utf8SequenceAt(s, 0, cp); }
+
+TEST(Utf8SequenceAt, WellFormedSequences) {
+  uint32_t cp = 0;
+  EXPECT_EQ(At("A", &cp), 1u);
+  EXPECT_EQ(cp, 0x41u);
+  EXPECT_EQ(At("\xC3\xA9", &cp), 2u);  // é
+  EXPECT_EQ(cp, 0xE9u);
+  EXPECT_EQ(At("\xE2\x82\xAC", &cp), 3u);  // €
+  EXPECT_EQ(cp, 0x20ACu);
+  EXPECT_EQ(At("\xF0\x9F\x98\x80", &cp), 4u);  // U+1F600
+  EXPECT_EQ(cp, 0x1F600u);
+  EXPECT_EQ(At("\xF4\x8F\xBF\xBF", &cp), 4u);  // U+10FFFF
+}
+
+TEST(Utf8SequenceAt, MalformedSequencesAreZero) {
+  uint32_t cp = 0;
+  for (const std::string& bad : {std::string("\x80"), std::string("\xC0\xAF"),  // overlong '/'
+                                std::string("\xC1\xBF"), std::string("\xE0\x80\xAF"),
+                                std::string("\xED\xA0\x80"),      // surrogate D800
+                                std::string("\xF4\x90\x80\x80"),  // > U+10FFFF
+                                std::string("\xF5\x80\x80\x80"), std::string("\xC3"),
+                                std::string("\xE2\x82"), std::string("\xC3\x41"),
+                                std::string("\xFF")})
+    EXPECT_EQ(At(bad, &cp), 0u) << testing::PrintToString(bad);
+  EXPECT_EQ(Utf8SequenceAt("", 0, &cp), 0u);
+  EXPECT_EQ(Utf8SequenceAt("ab", 5, &cp), 0u);
+}
+
+}  // namespace
+}  // namespace pkforge
