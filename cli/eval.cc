@@ -7,6 +7,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "common/files.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
@@ -42,14 +43,6 @@ struct EvalOptions {
   std::vector<std::string> flags;
   std::string file;
 };
-
-absl::StatusOr<std::string> ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(absl::StrCat("cannot read ", path));
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 std::string Timing(const char* name, const v1::TimingStats& t) {
   return absl::StrFormat("  %-10s median %10.2f us   p10 %10.2f   p90 %10.2f   cv %5.3f   n %d\n",
@@ -120,7 +113,7 @@ std::string Report(const v1::EvaluationResult& r) {
 }
 
 int RunEval(const EvalOptions& o) {
-  auto source = ReadFile(o.file);
+  auto source = ReadFileToString(o.file);
   if (!source.ok()) return ReportStatus("eval", source.status());
   v1::EvaluateRequest req;
   req.set_problem(o.problem);
@@ -164,7 +157,7 @@ int RunEval(const EvalOptions& o) {
 
   std::shared_ptr<grpc::ChannelCredentials> creds = grpc::InsecureChannelCredentials();
   if (!o.tls_ca_file.empty()) {
-    auto ca = ReadFile(o.tls_ca_file);
+    auto ca = ReadFileToString(o.tls_ca_file);
     if (!ca.ok()) return ReportStatus("eval", ca.status());
     grpc::SslCredentialsOptions ssl;
     ssl.pem_root_certs = *ca;
@@ -173,7 +166,7 @@ int RunEval(const EvalOptions& o) {
   auto stub = v1::Executor::NewStub(grpc::CreateChannel(o.executor, creds));
   grpc::ClientContext ctx;
   if (!o.token_file.empty()) {
-    auto token = ReadFile(o.token_file);
+    auto token = ReadFileToString(o.token_file);
     if (!token.ok()) return ReportStatus("eval", token.status());
     ctx.AddMetadata("authorization",
                     absl::StrCat("Bearer ", absl::StripAsciiWhitespace(token->substr(0, token->find('\n')))));

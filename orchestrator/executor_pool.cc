@@ -17,6 +17,7 @@
 #include <future>
 #include <sstream>
 
+#include "common/files.h"
 #include "common/grpc_status.h"
 #include "common/logging.h"
 #include "common/status.h"
@@ -61,14 +62,6 @@ void AddAuth(grpc::ClientContext* ctx, const std::string& token) {
 void SetDeadlineSeconds(grpc::ClientContext* ctx, double s) {
   ctx->set_deadline(std::chrono::system_clock::now() +
                     std::chrono::microseconds(static_cast<int64_t>(s * 1e6)));
-}
-
-absl::StatusOr<std::string> ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(fmt::format("cannot read {}", path));
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
 }
 
 // An executor that dropped the call (killed, restarted, network gone) as
@@ -130,7 +123,7 @@ absl::StatusOr<ExecutorPool::ExecutorPtr> ExecutorPool::MakeExecutor(const Wante
   if (ep.tls) {
     grpc::SslCredentialsOptions ssl;
     if (!ep.tls_ca_file.empty()) {
-      ASSIGN_OR_RETURN(ssl.pem_root_certs, ReadFile(ep.tls_ca_file));
+      ASSIGN_OR_RETURN(ssl.pem_root_certs, ReadFileToString(ep.tls_ca_file));
     }
     creds = grpc::SslCredentials(ssl);
     // Dialled by address, verified by the name that was resolved.
