@@ -320,9 +320,20 @@ absl::Status CandidateProcesses::Freeze(int64_t deadline_ns) {
     if (round > 50) std::this_thread::sleep_for(std::chrono::microseconds(50));
     else sched_yield();
   }
+  // A thread reads 'T' as soon as it set its stopped state, possibly before
+  // it left the CPU (or while it waits on a run queue after a preemption in
+  // between); its CPU time is only brought up to date when it switches out.
+  // Taken at that moment, the baseline would lag and the thread would seem
+  // to have run while frozen (seen: 683 us on a loaded 2-core host, an honest
+  // candidate CHEAT_DETECTED frozen_while_idle). Reading /proc/.../syscall
+  // waits in the kernel until the thread is truly off every CPU
+  // (wait_task_inactive), after which its CPU time is final.
   cpu_ns_.clear();
   for (int pid : frozen_pids_)
-    for (int tid : ThreadIds(pid)) cpu_ns_[tid] = static_cast<uint64_t>(ThreadCpuNs(pid, tid));
+    for (int tid : ThreadIds(pid)) {
+      ReadSmallFile(fmt::format("/proc/{}/task/{}/syscall", pid, tid));
+      cpu_ns_[tid] = static_cast<uint64_t>(ThreadCpuNs(pid, tid));
+    }
   frozen_ = true;
   return absl::OkStatus();
 }

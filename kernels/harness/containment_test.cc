@@ -242,6 +242,7 @@ TEST(CandidateProcesses, AnHonestFreezeHoldsAndStopsEveryDescendant) {
 // deep, and orphans re-parented to us (a subreaper) count as candidate.
 TEST(CandidateProcesses, KillAllEmptiesADeepChainOfOrphans) {
   prctl(PR_SET_CHILD_SUBREAPER, 1);
+  const pid_t self = getpid();
   int ready[2];
   ASSERT_EQ(pipe(ready), 0);
   const pid_t cand = fork();
@@ -251,6 +252,8 @@ TEST(CandidateProcesses, KillAllEmptiesADeepChainOfOrphans) {
       if (c != 0) _exit(0);  // the parent leaves: its child is an orphan
       setsid();
     }
+    // Ready once re-parented to the test (its parent may not have left yet).
+    while (getppid() != self) usleep(100);
     if (write(ready[1], "x", 1) != 1) _exit(1);
     for (;;) pause();
   }
