@@ -147,6 +147,21 @@ CREATE UNIQUE INDEX jobs_by_client_request_id ON jobs (client_request_id)
   WHERE client_request_id <> '';
 )sql";
 
+// v5: the settings each evaluation ran at and whether they were the job's
+// own (successive-halving rungs time with fewer iterations: such results are
+// kept apart from the best-so-far axis), and the role of an evaluation: the
+// agent's search, or the final fresh re-measurement of the chosen candidate.
+// Existing rows predate both: recorded as comparable search evaluations with
+// unknown (0) settings, so their best and curves stay what they were.
+constexpr char kV5EvaluationSettings[] = R"sql(
+ALTER TABLE evaluations ADD COLUMN timed_iters INTEGER NOT NULL DEFAULT 0 CHECK (timed_iters >= 0);
+ALTER TABLE evaluations ADD COLUMN trials INTEGER NOT NULL DEFAULT 0 CHECK (trials >= 0);
+ALTER TABLE evaluations ADD COLUMN comparable INTEGER NOT NULL DEFAULT 1
+  CHECK (comparable IN (0, 1));
+ALTER TABLE evaluations ADD COLUMN role TEXT NOT NULL DEFAULT 'search'
+  CHECK (role IN ('search', 'final'));
+)sql";
+
 }  // namespace
 
 const std::vector<Migration>& Migrations() {
@@ -155,6 +170,7 @@ const std::vector<Migration>& Migrations() {
       {2, "jobs.best_* columns and query indexes", kV2BestAndIndexes},
       {3, "llm_calls.attempts", kV3LlmAttempts},
       {4, "jobs.client_request_id", kV4ClientRequestId},
+      {5, "evaluations.timed_iters, trials, comparable, role", kV5EvaluationSettings},
   };
   return *kMigrations;
 }

@@ -142,10 +142,17 @@ absl::StatusOr<BestSoFarCurve> ComputeBestSoFar(const JobTrajectory& job, TimeAx
   BestSoFarCurve curve;
   double max_queue_s = 0, max_active_s = 0;
   for (const EvalPoint& p : job.points) {
-    points.push_back({axis == TimeAxis::kActive ? p.active_s : p.elapsed_s, p.correct, p.speedup});
     max_queue_s = std::max(max_queue_s, p.elapsed_s - p.active_s);
     max_active_s = std::max(max_active_s, p.active_s);
     ++curve.evaluations;
+    if (!p.comparable) {
+      ++curve.other_evaluations;
+      if (p.correct && (!curve.other_best || p.speedup > *curve.other_best)) {
+        curve.other_best = p.speedup;
+      }
+      continue;
+    }
+    points.push_back({axis == TimeAxis::kActive ? p.active_s : p.elapsed_s, p.correct, p.speedup});
     if (p.correct) ++curve.correct_evaluations;
   }
   std::stable_sort(points.begin(), points.end(),

@@ -105,6 +105,11 @@ struct EvalPoint {
   double active_s = 0;   // elapsed_s minus executor queueing; <= elapsed_s
   bool correct = false;
   double speedup = 0;  // reference / candidate; only meaningful when correct
+  // Ran at the job's own evaluation settings. A point that did not (a
+  // successive-halving rung timed with fewer iterations) counts as an
+  // evaluation but never makes a step: its speedup is not on the same axis.
+  // Its correct speedups are reported apart (BestSoFarCurve::other_*).
+  bool comparable = true;
 };
 
 struct JobTrajectory {
@@ -137,7 +142,11 @@ struct BestSoFarCurve {
   std::vector<Step> steps;  // t strictly increasing, best strictly increasing
   double end_s = 0;         // the run's end on this axis; >= every step's t
   int evaluations = 0;
-  int correct_evaluations = 0;
+  int correct_evaluations = 0;  // comparable ones (the ones on this curve)
+  // Points at other settings (EvalPoint::comparable false), shown apart: how
+  // many, and the best correct speedup among them.
+  int other_evaluations = 0;
+  std::optional<double> other_best;
 
   // best(t); nullopt before the first correct point.
   std::optional<double> At(double t) const;

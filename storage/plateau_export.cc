@@ -133,6 +133,10 @@ std::string JobSummaryCsv(const PlateauReport& report) {
   }
   header.push_back("plateau_onset_s");
   header.push_back("best_at_onset");
+  // Evaluations at other settings than the job's (search rungs): not on the
+  // curve, so not in any column above; reported apart.
+  header.push_back("other_settings_evaluations");
+  header.push_back("other_settings_best");
   CsvRow(out, header);
   const std::string axis(TimeAxisName(report.options.axis));
   for (const JobSummary& j : report.jobs) {
@@ -151,6 +155,8 @@ std::string JobSummaryCsv(const PlateauReport& report) {
     for (const std::optional<double>& t : j.time_to_fraction_s) row.push_back(Num(t));
     row.push_back(Num(j.plateau_onset_s));
     row.push_back(Num(j.best_at_onset));
+    row.push_back(std::to_string(j.curve.other_evaluations));
+    row.push_back(Num(j.curve.other_best));
     CsvRow(out, row);
   }
   return out;
@@ -285,6 +291,10 @@ json ReportJson(const PlateauReport& report) {
                     {"correct_evaluations", j.curve.correct_evaluations},
                     {"first_correct_s", Opt(j.first_correct_s)},
                     {"final_best", Opt(j.final_best)},
+                    // Evaluations at other settings than the job's (search
+                    // rungs): not on the curve, reported apart.
+                    {"other_settings_evaluations", j.curve.other_evaluations},
+                    {"other_settings_best", Opt(j.curve.other_best)},
                     {"time_to_fraction", std::move(fractions)},
                     {"plateau_onset_s", Opt(j.plateau_onset_s)},
                     {"best_at_onset", Opt(j.best_at_onset)},
@@ -578,6 +588,13 @@ absl::StatusOr<std::string> RenderPlateauSvg(const PlateauReport& report,
   } else if (never_correct > 0) {
     subtitle += fmt::format("; {} job{} never correct (not drawn)", never_correct,
                             never_correct == 1 ? "" : "s");
+  }
+
+  int other = 0;
+  for (const JobSummary& j : report.jobs) other += j.curve.other_evaluations;
+  if (other > 0) {
+    subtitle += fmt::format("; {} evaluation{} at other settings (search rungs) not drawn", other,
+                            other == 1 ? "" : "s");
   }
 
   std::string out;

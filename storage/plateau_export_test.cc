@@ -282,7 +282,8 @@ TEST(PlateauExportCsvTest, JobSummary) {
   EXPECT_EQ(Lines(csv)[0],
             "job_id,problem,model,strategy,agent_kind,label,axis,end_s,evaluations,"
             "correct_evaluations,first_correct_s,final_best,time_to_50pct_s,time_to_90pct_s,"
-            "time_to_99pct_s,plateau_onset_s,best_at_onset");
+            "time_to_99pct_s,plateau_onset_s,best_at_onset,other_settings_evaluations,"
+            "other_settings_best");
   for (const auto& row : rows) ASSERT_EQ(row.size(), rows[0].size());
   // job_a: quoting survives a round trip.
   EXPECT_EQ(rows[1][0], "job_a");
@@ -553,6 +554,36 @@ TEST(PlateauExportSvgTest, EmptyReportAndBadSizes) {
   EXPECT_TRUE(json::parse(*json_text)["jobs"].empty());
   EXPECT_EQ(Lines(JobSummaryCsv(*r)).size(), 1u);
   EXPECT_EQ(Lines(CurveCsv(*r)).size(), 1u);
+}
+
+// Search rungs at other settings than the job's are not drawn and not on the
+// curve, but every export says how many there were and their best (issue #18
+// item 5).
+TEST(PlateauExportTest, EvaluationsAtOtherSettingsAreReportedApart) {
+  JobTrajectory j = StepJob("job_r", "m", 100, {{50, 2.0}});
+  EvalPoint rung{10, 10, true, 10.2};
+  rung.comparable = false;
+  j.points.push_back(rung);
+  absl::StatusOr<PlateauReport> r = BuildPlateauReport({j}, PlateauOptions{});
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_EQ(r->jobs.size(), 1u);
+  EXPECT_EQ(r->jobs[0].final_best, 2.0) << "a rung's 10.2x made the best";
+  EXPECT_EQ(r->jobs[0].first_correct_s, 50.0);
+  const auto rows = ParseCsv(JobSummaryCsv(*r));
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0][rows[0].size() - 2], "other_settings_evaluations");
+  EXPECT_EQ(rows[1][rows[1].size() - 2], "1");
+  EXPECT_EQ(rows[1].back(), "10.2");
+  auto text = ReportToJson(*r);
+  ASSERT_TRUE(text.ok());
+  const json parsed = json::parse(*text);
+  EXPECT_EQ(parsed["jobs"][0]["other_settings_evaluations"], 1);
+  EXPECT_EQ(parsed["jobs"][0]["other_settings_best"], 10.2);
+  SvgOptions o;
+  o.mode = SvgMode::kJobs;
+  auto svg = RenderPlateauSvg(*r, o);
+  ASSERT_TRUE(svg.ok());
+  EXPECT_THAT(*svg, HasSubstr("1 evaluation at other settings (search rungs) not drawn"));
 }
 
 }  // namespace

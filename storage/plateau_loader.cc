@@ -20,9 +20,13 @@ JobTrajectory TrajectoryFromRecords(const JobRecord& job,
   out.label = job.label;
 
   // The store lists evaluations in elapsed order already; sorting again (stably)
-  // keeps this function correct for any caller.
-  std::vector<size_t> order(evaluations.size());
-  std::iota(order.begin(), order.end(), 0);
+  // keeps this function correct for any caller. The final re-measurement is
+  // the job's result, not a step of its search: it is left out.
+  std::vector<size_t> order;
+  order.reserve(evaluations.size());
+  for (size_t i = 0; i < evaluations.size(); ++i) {
+    if (evaluations[i].role != kRoleFinal) order.push_back(i);
+  }
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
     return evaluations[a].elapsed_ms < evaluations[b].elapsed_ms;
   });
@@ -50,6 +54,7 @@ JobTrajectory TrajectoryFromRecords(const JobRecord& job,
       p.active_s = active_s;
       p.correct = e.correct && e.speedup.has_value();
       p.speedup = p.correct ? *e.speedup : 0.0;
+      p.comparable = e.comparable;
       out.points.push_back(p);
     }
     prev_active_s = active_s;

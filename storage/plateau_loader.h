@@ -2,7 +2,9 @@
 // database (storage/store.h).
 //
 // Contract
-// - One JobTrajectory per job, one EvalPoint per evaluation of it:
+// - One JobTrajectory per job, one EvalPoint per search evaluation of it (the
+//   final re-measurement, role "final", is the job's result and not a point;
+//   EvalPoint::comparable is the record's comparable):
 //   * elapsed_s = elapsed_ms / 1000 (when the result arrived, since job start).
 //   * active_s = elapsed_s minus the executor queue time (queue_ms) of every
 //     evaluation of the job that completed at or before this one (its own

@@ -238,6 +238,11 @@ absl::Status ValidateEvaluation(const EvaluationRecord& e) {
   RETURN_IF_ERROR(RequireFiniteNonNegative("run_ms", e.run_ms));
   RETURN_IF_ERROR(RequireNonNegative("wall_us", e.wall_us));
   RETURN_IF_ERROR(RequireNonNegative("elapsed_ms", e.elapsed_ms));
+  RETURN_IF_ERROR(RequireNonNegative("timed_iters", e.timed_iters));
+  RETURN_IF_ERROR(RequireNonNegative("trials", e.trials));
+  if (e.role != kRoleSearch && e.role != kRoleFinal) {
+    return Invalid("role", fmt::format("'{}' (search or final)", e.role));
+  }
   return absl::OkStatus();
 }
 
@@ -287,7 +292,7 @@ absl::StatusOr<JobRecord> ReadJobRow(const Statement& st) {
 constexpr char kEvaluationColumns[] =
     "id, job_id, turn_id, candidate_sha256, status, correct, speedup, candidate_median_us, "
     "reference_median_us, roofline_fraction, result_json, executor, queue_ms, compile_ms, "
-    "run_ms, wall_us, elapsed_ms";
+    "run_ms, wall_us, elapsed_ms, timed_iters, trials, comparable, role";
 
 EvaluationRecord ReadEvaluationRow(const Statement& st) {
   EvaluationRecord e;
@@ -308,6 +313,10 @@ EvaluationRecord ReadEvaluationRow(const Statement& st) {
   e.run_ms = st.Double(14);
   e.wall_us = st.Int64(15);
   e.elapsed_ms = st.Int64(16);
+  e.timed_iters = static_cast<int32_t>(st.Int64(17));
+  e.trials = static_cast<int32_t>(st.Int64(18));
+  e.comparable = st.Int64(19) != 0;
+  e.role = st.Text(20);
   return e;
 }
 
@@ -503,7 +512,7 @@ absl::Status InsertEvaluation(Connection& conn, const EvaluationRecord& e, int64
     ASSIGN_OR_RETURN(Statement st,
                      conn.Prepare(fmt::format("INSERT INTO evaluations ({}) VALUES (?1, ?2, ?3, "
                                               "?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, "
-                                              "?15, ?16, ?17)",
+                                              "?15, ?16, ?17, ?18, ?19, ?20, ?21)",
                                               kEvaluationColumns)));
     st.Bind(1, e.id)
         .Bind(2, e.job_id)
@@ -521,14 +530,18 @@ absl::Status InsertEvaluation(Connection& conn, const EvaluationRecord& e, int64
         .Bind(14, e.compile_ms)
         .Bind(15, e.run_ms)
         .Bind(16, wall)
-        .Bind(17, e.elapsed_ms);
+        .Bind(17, e.elapsed_ms)
+        .Bind(18, static_cast<int64_t>(e.timed_iters))
+        .Bind(19, static_cast<int64_t>(e.trials))
+        .Bind(20, e.comparable)
+        .Bind(21, e.role);
     absl::Status s = st.Run();
     if (absl::IsAlreadyExists(s)) {
       return absl::AlreadyExistsError(fmt::format("evaluation {} already exists", e.id));
     }
     RETURN_IF_ERROR(s);
   }
-  if (e.correct && e.speedup.has_value()) {
+  if (e.correct && e.speedup.has_value() && e.comparable && e.role == kRoleSearch) {
     // Strictly better only: on ties the first evaluation to reach the best
     // keeps the credit (the same rule the v2 backfill uses).
     ASSIGN_OR_RETURN(Statement st,
@@ -1268,15 +1281,25 @@ absl::StatusOr<JobStats> SqliteTrajectoryStore::GetJobStats(std::string_view job
           "(SELECT COALESCE(SUM(prompt_tokens + completion_tokens), 0) FROM llm_calls "
           "   WHERE job_id = ?1), "
           "(SELECT COALESCE(SUM(cost_usd), 0.0) FROM llm_calls WHERE job_id = ?1), "
-          "(SELECT COUNT(*) FROM evaluations WHERE job_id = ?1), "
-          "(SELECT status FROM evaluations WHERE job_id = ?1 "
+          "(SELECT COUNT(*) FROM evaluations WHERE job_id = ?1 AND role = 'search'), "
+          "(SELECT status FROM evaluations WHERE job_id = ?1 AND role = 'search' "
           "   ORDER BY elapsed_ms DESC, rowid DESC LIMIT 1), "
           "(SELECT e.candidate_sha256 FROM jobs j JOIN evaluations e "
           "   ON e.id = j.best_evaluation_id WHERE j.id = ?1), "
           "(SELECT e.roofline_fraction FROM jobs j JOIN evaluations e "
           "   ON e.id = j.best_evaluation_id WHERE j.id = ?1), "
           "(SELECT MAX(seq) FROM events WHERE job_id = ?1), "
-          "(SELECT elapsed_ms FROM events WHERE job_id = ?1 ORDER BY seq DESC LIMIT 1)"));
+          "(SELECT elapsed_ms FROM events WHERE job_id = ?1 ORDER BY seq DESC LIMIT 1), "
+          "(SELECT COUNT(*) FROM evaluations WHERE job_id = ?1 AND role = 'search' "
+          "   AND comparable = 0), "
+          "(SELECT MAX(speedup) FROM evaluations WHERE job_id = ?1 AND role = 'search' "
+          "   AND comparable = 0 AND correct = 1), "
+          "(SELECT id || ' ' || status || ' ' || candidate_sha256 FROM evaluations "
+          "   WHERE job_id = ?1 AND role = 'final' ORDER BY elapsed_ms DESC, rowid DESC LIMIT 1), "
+          "(SELECT speedup FROM evaluations WHERE job_id = ?1 AND role = 'final' "
+          "   ORDER BY elapsed_ms DESC, rowid DESC LIMIT 1), "
+          "(SELECT roofline_fraction FROM evaluations WHERE job_id = ?1 AND role = 'final' "
+          "   ORDER BY elapsed_ms DESC, rowid DESC LIMIT 1)"));
   st.Bind(1, job_id);
   ASSIGN_OR_RETURN(bool row, st.Step());
   if (!row || st.Int64(0) == 0) return Annotate(JobNotFound(job_id), "GetJobStats");
@@ -1291,6 +1314,20 @@ absl::StatusOr<JobStats> SqliteTrajectoryStore::GetJobStats(std::string_view job
   s.best_roofline_fraction = st.OptionalDouble(8);
   s.last_event_seq = st.IsNull(9) ? 0 : st.Int64(9);
   s.last_event_elapsed_ms = st.IsNull(10) ? 0 : st.Int64(10);
+  s.other_evaluations = static_cast<int32_t>(st.Int64(11));
+  s.other_best_speedup = st.OptionalDouble(12);
+  if (!st.IsNull(13)) {
+    // id, status and sha256 never contain spaces (validated on insert).
+    const std::string f = st.Text(13);
+    const size_t a = f.find(' '), b = f.rfind(' ');
+    if (a != std::string::npos && b > a) {
+      s.final_evaluation_id = f.substr(0, a);
+      s.final_status = f.substr(a + 1, b - a - 1);
+      s.final_candidate_sha256 = f.substr(b + 1);
+    }
+  }
+  s.final_speedup = st.OptionalDouble(14);
+  s.final_roofline_fraction = st.OptionalDouble(15);
   return s;
 }
 

@@ -104,7 +104,8 @@ struct JobRecord {
   // one job in the database (the idempotency key of submissions).
   std::string client_request_id;
   // Maintained by the store from evaluations: best correct speedup so far and
-  // the evaluation that achieved it (empty when none is correct yet).
+  // the evaluation that achieved it (empty when none is correct yet), over
+  // the comparable search evaluations only (EvaluationRecord::comparable).
   std::optional<double> best_speedup;
   std::string best_evaluation_id;
 };
@@ -162,7 +163,21 @@ struct EvaluationRecord {
   double run_ms = 0;
   int64_t wall_us = 0;     // when the result arrived
   int64_t elapsed_ms = 0;  // since job start, when the result arrived
+  // The settings it was requested with (0 = the executor's default).
+  int32_t timed_iters = 0;
+  int32_t trials = 0;
+  // It ran at the job's own evaluation settings (the spec's size, trials,
+  // warm-up and timed iterations). Only comparable evaluations make the job's
+  // best (jobs.best_*) and best-so-far curves: a successive-halving rung timed
+  // with fewer iterations is noisier and is not put on the same axis.
+  bool comparable = true;
+  // kRoleSearch: the agent's. kRoleFinal: the orchestrator's fresh
+  // re-measurement of the chosen candidate at the job's end (JobStats.final_*);
+  // never part of the best or the curves, never counted in JobStats.evaluations.
+  std::string role = "search";
 };
+inline constexpr char kRoleSearch[] = "search";
+inline constexpr char kRoleFinal[] = "final";
 
 struct EventRecord {
   std::string job_id;
@@ -208,7 +223,7 @@ struct JobFilter {
 struct JobStats {
   int32_t turns = 0;
   int32_t llm_calls = 0;
-  int32_t evaluations = 0;  // rows of `evaluations` (results only)
+  int32_t evaluations = 0;  // rows of `evaluations` of role search (results only)
   int64_t tokens = 0;       // prompt + completion tokens of every LLM call
   double cost_usd = 0;
   std::string last_evaluation_status;  // latest evaluation in elapsed order, "" when none
@@ -216,6 +231,16 @@ struct JobStats {
   std::optional<double> best_roofline_fraction;  // of that evaluation
   int64_t last_event_seq = 0;                    // 0 when the job has no events
   int64_t last_event_elapsed_ms = 0;
+  // Search evaluations at other settings than the job's (not comparable) and
+  // the best correct speedup among them.
+  int32_t other_evaluations = 0;
+  std::optional<double> other_best_speedup;
+  // The latest final re-measurement ("" / nullopt when there is none).
+  std::string final_evaluation_id;
+  std::string final_status;
+  std::string final_candidate_sha256;
+  std::optional<double> final_speedup;
+  std::optional<double> final_roofline_fraction;
 };
 
 class TrajectoryStore {
@@ -278,7 +303,8 @@ class TrajectoryStore {
   // it was new. The sha256 is recomputed and must match the source.
   virtual absl::StatusOr<bool> PutCandidate(const CandidateRecord& candidate) = 0;
   virtual absl::StatusOr<CandidateRecord> GetCandidate(std::string_view sha256) = 0;
-  // Also updates the job's best_speedup when the evaluation is correct and better.
+  // Also updates the job's best_speedup when the evaluation is correct,
+  // comparable, of role search and better.
   virtual absl::Status AddEvaluation(const EvaluationRecord& evaluation) = 0;
 
   virtual absl::StatusOr<std::vector<TurnRecord>> ListTurns(std::string_view job_id) = 0;

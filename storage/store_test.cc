@@ -628,6 +628,59 @@ TEST_F(StoreTest, EvaluationsRoundTripAndMaintainBestSpeedup) {
   EXPECT_TRUE(absl::IsAlreadyExists(store_->AddEvaluation(e1)));
 }
 
+// Successive-halving rungs at other iteration counts and the final
+// re-measurement are stored with their settings and role, and stay out of
+// the job's best and its evaluation count (issue #18 item 5).
+TEST_F(StoreTest, RungsAtOtherSettingsAndTheFinalMeasurementStayOutOfTheBest) {
+  std::string job = NewJob();
+  CandidateRecord a = MakeCandidate("rung winner");
+  CandidateRecord b = MakeCandidate("official");
+  ASSERT_TRUE(store_->PutCandidate(a).ok());
+  ASSERT_TRUE(store_->PutCandidate(b).ok());
+  EvaluationRecord rung = MakeEval(job, a.sha256, 10.2, true, 100);
+  rung.timed_iters = 10;
+  rung.trials = 5;
+  rung.comparable = false;
+  ASSERT_TRUE(store_->AddEvaluation(rung).ok());
+  EXPECT_FALSE(store_->GetJob(job)->best_speedup.has_value()) << "a rung made the best";
+  EvaluationRecord official = MakeEval(job, b.sha256, 2.7, true, 200);
+  ASSERT_TRUE(store_->AddEvaluation(official).ok());
+  EXPECT_DOUBLE_EQ(*store_->GetJob(job)->best_speedup, 2.7);
+  EvaluationRecord final_eval = MakeEval(job, a.sha256, 3.1, true, 300);
+  final_eval.role = kRoleFinal;
+  final_eval.roofline_fraction = 0.4;
+  ASSERT_TRUE(store_->AddEvaluation(final_eval).ok());
+  EXPECT_DOUBLE_EQ(*store_->GetJob(job)->best_speedup, 2.7) << "the final measurement made the best";
+  EXPECT_EQ(store_->GetJob(job)->best_evaluation_id, official.id);
+
+  auto evals = store_->ListEvaluations(job);
+  ASSERT_TRUE(evals.ok());
+  ASSERT_EQ(evals->size(), 3u);
+  EXPECT_EQ((*evals)[0].timed_iters, 10);
+  EXPECT_EQ((*evals)[0].trials, 5);
+  EXPECT_FALSE((*evals)[0].comparable);
+  EXPECT_EQ((*evals)[0].role, "search");
+  EXPECT_TRUE((*evals)[1].comparable);
+  EXPECT_EQ((*evals)[2].role, "final");
+
+  auto s = store_->GetJobStats(job);
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ(s->evaluations, 2);
+  EXPECT_EQ(s->last_evaluation_status, "OK");
+  EXPECT_EQ(s->best_candidate_sha256, b.sha256);
+  EXPECT_EQ(s->other_evaluations, 1);
+  EXPECT_DOUBLE_EQ(s->other_best_speedup.value_or(0), 10.2);
+  EXPECT_EQ(s->final_evaluation_id, final_eval.id);
+  EXPECT_EQ(s->final_status, "OK");
+  EXPECT_EQ(s->final_candidate_sha256, a.sha256);
+  EXPECT_DOUBLE_EQ(s->final_speedup.value_or(0), 3.1);
+  EXPECT_DOUBLE_EQ(s->final_roofline_fraction.value_or(0), 0.4);
+
+  EvaluationRecord bad = MakeEval(job, a.sha256, 1.0, true, 400);
+  bad.role = "rung";
+  EXPECT_TRUE(absl::IsInvalidArgument(store_->AddEvaluation(bad)));
+}
+
 // --------------------------------------------------------------- validation
 
 TEST_F(StoreTest, InvalidInputWritesNothing) {

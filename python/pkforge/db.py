@@ -5,7 +5,7 @@ SQLite's read-only mode (URI ``file:...?mode=ro``), plus ``immutable=1`` when
 asked or, by default, when the file cannot change under us (no write
 permission on it or its folder, and no ``-wal`` file holding commits) -- the
 only way SQLite reads a WAL-mode file in a folder it cannot write.
-Files of schema versions 1..4 are read; columns added by later versions are
+Files of schema versions 1..5 are read; columns added by later versions are
 filled as the migrations fill them (see SCHEMA_VERSIONS).
 """
 from __future__ import annotations
@@ -20,7 +20,7 @@ from typing import Optional
 import pandas as pd
 
 # The versions this reader understands (PRAGMA user_version), as the C++ store.
-SCHEMA_VERSIONS = (1, 2, 3, 4)
+SCHEMA_VERSIONS = (1, 2, 3, 4, 5)
 
 TABLES = ("jobs", "turns", "llm_calls", "candidates", "evaluations", "events")
 
@@ -127,7 +127,7 @@ def read_db(path, immutable: Optional[bool] = None) -> Database:
 
 
 def _fill_later_columns(frames: dict, conn: sqlite3.Connection) -> None:
-    """Columns of versions 2-4 on an older file, as the migrations fill them."""
+    """Columns of versions 2-5 on an older file, as the migrations fill them."""
     jobs = frames["jobs"]
     job_columns = _columns(conn, "jobs")
     if "best_speedup" not in job_columns:
@@ -143,3 +143,9 @@ def _fill_later_columns(frames: dict, conn: sqlite3.Connection) -> None:
         jobs["client_request_id"] = ""
     if "attempts" not in _columns(conn, "llm_calls"):  # v3
         frames["llm_calls"]["attempts"] = 1
+    if "role" not in _columns(conn, "evaluations"):  # v5
+        ev = frames["evaluations"]
+        ev["timed_iters"] = 0
+        ev["trials"] = 0
+        ev["comparable"] = 1
+        ev["role"] = "search"

@@ -31,7 +31,7 @@ def _make_read_only(path: pathlib.Path) -> None:
 def test_read_live_database(daemons, finished_job, tmp_path):
     job, events = finished_job
     db = pkforge.read_db(daemons["db"])  # the orchestrator still has it open
-    assert db.schema_version == 4
+    assert db.schema_version == 5
     row = db.job(job.id)
     assert row["state"] == "succeeded"
     assert row["problem"] == "allreduce" and row["world_size"] == 2
