@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <linux/capability.h>
+#include <linux/landlock.h>
 #include <linux/securebits.h>
 #include <linux/sockios.h>
 #include <sched.h>
@@ -12,6 +13,7 @@
 #include <sys/ioctl.h>
 #include <asm/ioctls.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -148,6 +150,61 @@ absl::Status MakeNonDumpable() {
   return absl::OkStatus();
 }
 
+namespace {
+
+// Landlock (Linux >= 5.13, unprivileged): from here on this process and
+// everything it starts may open for writing only files outside /proc. No
+// candidate needs to write there, and what it could write there is the
+// judge's business: /proc/self/oom_score_adj (a rank set it to 1000 so that
+// the out-of-memory killer takes candidate processes first; the kernel locks
+// that floor only for a writer with CAP_SYS_RESOURCE, so a candidate could
+// write 0 back, fill an unmapped memfd and have the judge killed instead:
+// red team oom_adj_reset_blame), /proc/self/{attr,coredump_filter,...}.
+// Landlock rules only allow, so every entry of / but proc is allowed.
+// Returns false where the kernel has no Landlock (the caller says so).
+bool ForbidProcWrites() {
+  const long abi = syscall(SYS_landlock_create_ruleset, nullptr, 0,
+                           LANDLOCK_CREATE_RULESET_VERSION);
+  if (abi < 1) return false;
+  landlock_ruleset_attr attr{};
+  attr.handled_access_fs = LANDLOCK_ACCESS_FS_WRITE_FILE;
+  const int ruleset = static_cast<int>(syscall(SYS_landlock_create_ruleset, &attr, sizeof attr, 0));
+  if (ruleset < 0) return false;
+  bool ok = true;
+  if (DIR* root = opendir("/")) {
+    while (const dirent* e = readdir(root)) {
+      const std::string name = e->d_name;
+      if (name == "." || name == ".." || name == "proc") continue;
+      // Follows symlinks such as /lib -> usr/lib; a dangling one is skipped.
+      const int fd = openat(dirfd(root), name.c_str(), O_PATH | O_CLOEXEC);
+      if (fd < 0) continue;
+      landlock_path_beneath_attr rule{};
+      rule.allowed_access = LANDLOCK_ACCESS_FS_WRITE_FILE;
+      rule.parent_fd = fd;
+      // /proc reached through a symlink (none on a sane system) would be
+      // allowed: refuse to add a rule for any entry that is the proc mount.
+      struct stat st{}, proc{};
+      if (fstat(fd, &st) == 0 && stat("/proc", &proc) == 0 && st.st_dev == proc.st_dev &&
+          st.st_ino == proc.st_ino) {
+        close(fd);
+        continue;
+      }
+      if (syscall(SYS_landlock_add_rule, ruleset, LANDLOCK_RULE_PATH_BENEATH, &rule, 0) != 0)
+        ok = false;
+      close(fd);
+    }
+    closedir(root);
+  } else {
+    ok = false;
+  }
+  // Needs no_new_privs (set by the caller first).
+  if (ok && syscall(SYS_landlock_restrict_self, ruleset, 0) != 0) ok = false;
+  close(ruleset);
+  return ok;
+}
+
+}  // namespace
+
 absl::Status HardenCandidateProcess(bool drop_root) {
   // First victim of any out-of-memory kill, and so are its children (the
   // value is inherited): memory a candidate holds in unmapped memfds or
@@ -172,6 +229,9 @@ absl::Status HardenCandidateProcess(bool drop_root) {
   }
   if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
     return absl::InternalError(fmt::format("no_new_privs: {}", strerror(errno)));
+  if (!ForbidProcWrites())
+    fprintf(stderr, "pkforge: no Landlock in this kernel: a candidate can lower its own "
+                    "oom_score_adj (docs/threat-model.md)\n");
   // Capabilities. As root outside a sandbox a candidate would otherwise hold
   // CAP_SYS_PTRACE (read any process's memory), CAP_KILL, ... Lock root out
   // of regaining them on exec first (needs CAP_SETPCAP, which we then drop).

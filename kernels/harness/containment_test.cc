@@ -160,6 +160,41 @@ TEST(Harden, SchedulingOfOtherProcessesHasNoEffect) {
   Reap(trusted);
 }
 
+// A candidate cannot open anything under /proc for writing (Landlock), so
+// the oom_score_adj of 1000 its rank set stays (red team
+// oom_adj_reset_blame: with it back at 0 and memory in an unmapped memfd the
+// OOM killer took the judge); files elsewhere stay writable.
+TEST(Harden, ProcIsNotWritableButTheRestIs) {
+  if (syscall(SYS_landlock_create_ruleset, nullptr, 0, 1U /*VERSION*/) < 1)
+    GTEST_SKIP() << "no Landlock in this kernel";
+  const std::string tmp = ::testing::TempDir() + "/harden_write_XXXXXX";
+  const int rc = InChild([tmp] {
+    if (!HardenCandidateProcess().ok()) return 10;
+    for (const char* path : {"/proc/self/oom_score_adj", "/proc/self/coredump_filter",
+                             "/proc/self/comm"}) {
+      const int fd = open(path, O_WRONLY | O_CLOEXEC);
+      if (fd >= 0 || errno != EACCES) {
+        fprintf(stderr, "candidate opened %s for writing\n", path);
+        return 11;
+      }
+    }
+    // Through another name of the same file.
+    const int dfd = open("/proc/self", O_PATH | O_DIRECTORY);
+    if (dfd < 0) return 12;
+    if (openat(dfd, "oom_score_adj", O_WRONLY) >= 0) return 13;
+    // Reading /proc and writing elsewhere still work.
+    if (open("/proc/self/status", O_RDONLY) < 0) return 14;
+    std::string name = tmp;
+    const int w = mkstemp(name.data());
+    if (w < 0 || write(w, "x", 1) != 1) return 15;
+    unlink(name.c_str());
+    const int shm = open("/dev/null", O_WRONLY);
+    if (shm < 0) return 16;
+    return 0;
+  });
+  EXPECT_EQ(rc, 0);
+}
+
 TEST(NonDumpable, ProcOfATrustedProcessIsClosedToACandidate) {
   const pid_t trusted = Sleeper(/*non_dumpable=*/true);
   std::this_thread::sleep_for(std::chrono::milliseconds(20));  // let it call prctl
