@@ -415,15 +415,12 @@ TEST(RedTeam, memfd_oom_blame) {
 }
 
 // The same without root (as in a sandbox, where the ranks hold no
-// CAP_SYS_RESOURCE and are not moved to another uid): the candidate lowers
-// the oom_score_adj of 1000 its rank set, back to 0, then fills the memfd.
-// Not fixed: an accepted residual risk of a bare launch by a non-root user
-// (docs/threat-model.md, "Residual risks"; under the executor the sandbox's
-// memory cgroup turns it into RUNTIME_ERROR). Runs only when asked for
-// (PKFORGE_REDTEAM_PENDING=1), for whoever takes it on.
-TEST(RedTeamPending, oom_adj_reset_blame) {
-  if (getenv("PKFORGE_REDTEAM_PENDING") == nullptr)
-    GTEST_SKIP() << "accepted residual risk (docs/threat-model.md); PKFORGE_REDTEAM_PENDING=1 runs it";
+// CAP_SYS_RESOURCE and are not moved to another uid): the candidate tries to
+// lower the oom_score_adj of 1000 its rank set back to 0, then fills the
+// memfd. Refused: candidate processes cannot open /proc files for writing
+// (Landlock, containment.cc ForbidProcWrites); before, the OOM killer took
+// the judge and there was no result.
+TEST(RedTeam, oom_adj_reset_blame) {
   if (geteuid() != 0 || system("command -v setpriv >/dev/null 2>&1") != 0)
     GTEST_SKIP() << "needs root and setpriv to run the launch as another uid";
   const std::string cg = MemoryCgroup("pkf_redteam_oom2", int64_t{300} << 20);
