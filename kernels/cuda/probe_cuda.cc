@@ -22,6 +22,7 @@
 #include "fmt/format.h"
 #include "google/protobuf/util/json_util.h"
 #include "kernels/cuda/probe_kernels.h"
+#include "kernels/harness/ceilings.h"
 
 namespace pkforge::kernels::cuda {
 namespace {
@@ -104,25 +105,6 @@ std::string UuidString(const cudaUUID_t& u) {
     s += fmt::format("{:02x}", b[i]);
   }
   return s;
-}
-
-// Vendor datasheet ceilings (dense bf16, HBM, NVLink per direction): the
-// numbers the judge's roofline uses (harness/judge.cc NominalCeilings).
-// Unknown devices get the H100 SXM numbers, as there.
-struct Nominal {
-  const char* key;
-  double hbm_gbps, bf16_tflops, peer_gbps;
-};
-constexpr Nominal kNominal[] = {
-    {"H200", 4800, 989, 450},
-    {"B200", 8000, 2250, 900},
-    {"A100", 2039, 312, 300},
-    {"H100", 3350, 989, 450},
-};
-const Nominal& NominalFor(const std::string& name) {
-  for (const Nominal& n : kNominal)
-    if (name.find(n.key) != std::string::npos) return n;
-  return kNominal[3];
 }
 
 absl::StatusOr<v1::GpuInfo> DescribeGpu(int d) {
@@ -388,10 +370,11 @@ absl::StatusOr<v1::DeviceInfo> ProbeDevices(const ProbeOptions& options) {
     }
     c->set_source("measured");
   } else {
-    const Nominal& n = NominalFor(info.gpus(0).name());
+    // The judge's roofline table (harness/ceilings.h).
+    const GpuCeilings& n = GpuCeilingsFor(info.gpus(0).name());
     c->set_hbm_gbps(n.hbm_gbps);
-    c->set_bf16_tflops(n.bf16_tflops);
-    if (gpus.size() > 1) c->set_peer_gbps(n.peer_gbps);
+    c->set_bf16_tflops(n.bf16_flops / 1e12);
+    if (gpus.size() > 1) c->set_peer_gbps(n.link_gbps);
     c->set_source("table");
   }
   info.set_cuda_toolkit_version(CudaVersionString(runtime));

@@ -23,6 +23,7 @@
 
 #include "common/sha256.h"
 #include "common/status.h"
+#include "kernels/harness/ceilings.h"
 #include "kernels/harness/containment.h"
 #include "kernels/harness/cuda_probe.h"
 #include "fmt/format.h"
@@ -215,21 +216,6 @@ double MeasureMemcpyGbps() {
     best = std::min(best, double(MonotonicNs() - t0));
   }
   return double(n) / best;  // bytes per ns == GB/s
-}
-
-// Nominal per-GPU ceilings (vendor datasheets, dense): HBM bandwidth, NVLink
-// bandwidth per direction, peak FLOP/s for the dtype (f32 without TF32).
-// Unknown devices get the H100 SXM numbers. The roofline is a ceiling, so
-// nominal (not measured) numbers only make "% of roofline" conservative.
-struct CudaCeilings {
-  double hbm_gbps, link_gbps, flops;
-};
-CudaCeilings NominalCeilings(const std::string& name, pkf_dtype dtype) {
-  const bool f32 = dtype == PKF_F32;
-  if (name.find("H200") != std::string::npos) return {4800, 450, f32 ? 67e12 : 989e12};
-  if (name.find("B200") != std::string::npos) return {8000, 900, f32 ? 80e12 : 2250e12};
-  if (name.find("A100") != std::string::npos) return {2039, 300, f32 ? 19.5e12 : 312e12};
-  return {3350, 450, f32 ? 67e12 : 989e12};  // H100 SXM
 }
 
 std::string SignalName(int sig) {
@@ -1352,10 +1338,10 @@ void Judge::Finish() {
   // cuda: nominal per-GPU ceilings from a table (GB/s, FLOP/s); host: measured.
   double hbm_gbps = 0, link_gbps = 0, flops_per_s = 1e10;
   if (Cuda()) {
-    const CudaCeilings c = NominalCeilings(cuda_.names.empty() ? "" : cuda_.names[0], dtype_);
+    const GpuCeilings& c = GpuCeilingsFor(cuda_.names.empty() ? "" : cuda_.names[0]);
     hbm_gbps = c.hbm_gbps;
     link_gbps = c.link_gbps;
-    flops_per_s = c.flops;
+    flops_per_s = c.flops(dtype_);
   } else {
     hbm_gbps = link_gbps = MeasureMemcpyGbps();
   }
