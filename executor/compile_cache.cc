@@ -16,6 +16,7 @@
 
 #include "common/sha256.h"
 #include "common/status.h"
+#include "common/unique_fd.h"
 #include "fmt/format.h"
 #include "spdlog/spdlog.h"
 
@@ -27,30 +28,6 @@ using Clock = std::chrono::steady_clock;
 
 constexpr int kMetaFormat = 1;
 constexpr int64_t kMaxMetaBytes = 16 << 20;
-
-class UniqueFd {
- public:
-  explicit UniqueFd(int fd = -1) : fd_(fd) {}
-  ~UniqueFd() { Reset(); }
-  UniqueFd(UniqueFd&& o) noexcept : fd_(std::exchange(o.fd_, -1)) {}
-  UniqueFd& operator=(UniqueFd&& o) noexcept {
-    if (this != &o) {
-      Reset();
-      fd_ = std::exchange(o.fd_, -1);
-    }
-    return *this;
-  }
-  int get() const { return fd_; }
-  bool valid() const { return fd_ >= 0; }
-  int release() { return std::exchange(fd_, -1); }
-  void Reset() {
-    if (fd_ >= 0) close(fd_);
-    fd_ = -1;
-  }
-
- private:
-  int fd_;
-};
 
 bool IsHexKey(std::string_view s) {
   if (s.size() != 64) return false;
@@ -154,7 +131,7 @@ absl::Status FileLock::Acquire(const std::string& path, bool remove_on_release,
     if (fstat(fd.get(), &held) == 0 && stat(path.c_str(), &now) == 0 && held.st_ino == now.st_ino &&
         held.st_dev == now.st_dev) {
       if (fd_ >= 0) close(fd_);
-      fd_ = fd.release();
+      fd_ = fd.Release();
       path_ = path;
       remove_on_release_ = remove_on_release;
       return absl::OkStatus();

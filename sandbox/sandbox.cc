@@ -33,6 +33,7 @@
 #include "common/clock.h"
 #include "common/ids.h"
 #include "common/status.h"
+#include "common/unique_fd.h"
 #include "sandbox/bwrap_args.h"
 #include "sandbox/cgroup.h"
 #include "sandbox/seccomp_filter.h"
@@ -48,35 +49,6 @@ namespace {
 // sandbox's init), so the process limit is raised by this much.
 constexpr int64_t kBwrapTasks = 3;
 constexpr int64_t kMinOpenFiles = 32;  // bwrap needs a handful during set-up
-
-class UniqueFd {
- public:
-  UniqueFd() = default;
-  explicit UniqueFd(int fd) : fd_(fd) {}
-  ~UniqueFd() { Reset(); }
-  UniqueFd(UniqueFd&& o) noexcept : fd_(o.Release()) {}
-  UniqueFd& operator=(UniqueFd&& o) noexcept {
-    if (this != &o) {
-      Reset();
-      fd_ = o.Release();
-    }
-    return *this;
-  }
-  int get() const { return fd_; }
-  bool valid() const { return fd_ >= 0; }
-  int Release() {
-    int fd = fd_;
-    fd_ = -1;
-    return fd;
-  }
-  void Reset() {
-    if (fd_ >= 0) close(fd_);
-    fd_ = -1;
-  }
-
- private:
-  int fd_ = -1;
-};
 
 int PidfdOpen(pid_t pid) { return static_cast<int>(syscall(SYS_pidfd_open, pid, 0)); }
 int PidfdSignal(int pidfd, int sig) {
