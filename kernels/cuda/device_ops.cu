@@ -7,6 +7,7 @@
 #include <cuda_fp16.h>
 
 #include "kernels/harness/rng.h"
+#include "kernels/harness/tensor_ops.h"
 #include "kernels/problems/common/host_math.h"
 
 namespace pkforge::kernels::cuda {
@@ -20,46 +21,76 @@ int Blocks(int64_t n) {
   return static_cast<int>(b > 4096 ? 4096 : b);
 }
 
+__device__ __forceinline__ bool IsInt(pkf_dtype dt) {
+  return dt == PKF_I32 || dt == PKF_I64 || dt == PKF_U8;
+}
+
+__device__ __forceinline__ int64_t LoadI(const void* p, pkf_dtype dt, int64_t i) {
+  if (dt == PKF_I64) return static_cast<const long long*>(p)[i];
+  if (dt == PKF_I32) return static_cast<const int*>(p)[i];
+  return static_cast<const unsigned char*>(p)[i];
+}
+
 __device__ __forceinline__ double LoadD(const void* p, pkf_dtype dt, int64_t i) {
+  if (IsInt(dt)) return static_cast<double>(LoadI(p, dt, i));
+  if (dt == PKF_F64) return static_cast<const double*>(p)[i];
   if (dt == PKF_F32) return static_cast<const float*>(p)[i];
   const unsigned short u = static_cast<const unsigned short*>(p)[i];
   if (dt == PKF_F16) return __half2float(__ushort_as_half(u));
   return __bfloat162float(__ushort_as_bfloat16(u));
 }
 
-__device__ __forceinline__ uint32_t Bits(const void* p, pkf_dtype dt, int64_t i) {
-  return dt == PKF_F32 ? static_cast<const uint32_t*>(p)[i] : static_cast<const uint16_t*>(p)[i];
+// The poison test of tensor_ops.h's IsPoison: the 4- or 2-byte pattern, or
+// 0xa5 in every byte of a 1- or 8-byte element.
+__device__ __forceinline__ bool IsPoisonAt(const void* p, int es, int64_t i, uint32_t poison) {
+  if (es == 4) return static_cast<const uint32_t*>(p)[i] == poison;
+  if (es == 2) return static_cast<const uint16_t*>(p)[i] == static_cast<uint16_t>(poison);
+  if (es == 8) return static_cast<const unsigned long long*>(p)[i] == 0xa5a5a5a5a5a5a5a5ull;
+  return static_cast<const unsigned char*>(p)[i] == 0xa5;
 }
 
-__global__ void GenKernel(void* dst, pkf_dtype dt, uint64_t key, int64_t n) {
+__global__ void GenKernel(void* dst, pkf_dtype dt, uint64_t key, int64_t n, int64_t lo, int64_t hi) {
   for (int64_t e = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; e < n;
        e += int64_t(gridDim.x) * blockDim.x) {
+    if (IsInt(dt)) {  // integer ids/indices: uniform in [lo, hi), as the host (tensor_ops.h)
+      const int64_t x = GenInt(key, static_cast<uint64_t>(e), lo, hi);
+      if (dt == PKF_I64) static_cast<long long*>(dst)[e] = x;
+      else if (dt == PKF_I32) static_cast<int*>(dst)[e] = static_cast<int>(x);
+      else static_cast<unsigned char*>(dst)[e] = static_cast<unsigned char>(x);
+      continue;
+    }
     const float v = GenValue(key, static_cast<uint64_t>(e));
-    if (dt == PKF_F32) static_cast<float*>(dst)[e] = v;
+    if (dt == PKF_F64) static_cast<double*>(dst)[e] = v;
+    else if (dt == PKF_F32) static_cast<float*>(dst)[e] = v;
     else if (dt == PKF_F16) static_cast<__half*>(dst)[e] = __float2half_rn(v);
     else static_cast<__nv_bfloat16*>(dst)[e] = __float2bfloat16_rn(v);
   }
 }
 
-__global__ void PoisonKernel(void* dst, bool wide, uint32_t bits, int64_t n) {
+__global__ void PoisonKernel(void* dst, int es, uint32_t bits, int64_t n) {
   for (int64_t e = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; e < n;
        e += int64_t(gridDim.x) * blockDim.x) {
-    if (wide) static_cast<uint32_t*>(dst)[e] = bits;
-    else static_cast<uint16_t*>(dst)[e] = static_cast<uint16_t>(bits);
+    if (es == 4) static_cast<uint32_t*>(dst)[e] = bits;
+    else if (es == 2) static_cast<uint16_t*>(dst)[e] = static_cast<uint16_t>(bits);
+    else if (es == 8) static_cast<unsigned long long*>(dst)[e] = 0xa5a5a5a5a5a5a5a5ull;
+    else static_cast<unsigned char*>(dst)[e] = 0xa5;
   }
 }
 
 // words: 0 mismatches, 1 unwritten, 2 max_abs bits, 3 max_rel bits, 4 first index
-__global__ void CompareKernel(const void* actual, const void* expected, pkf_dtype dt, int64_t n,
-                              double atol, double rtol, uint32_t poison, unsigned long long* w) {
+__global__ void CompareKernel(const void* actual, const void* expected, pkf_dtype dt, int es,
+                              int64_t n, double atol, double rtol, uint32_t poison,
+                              unsigned long long* w) {
   unsigned long long mism = 0, unwr = 0, first = ~0ull;
   double max_abs = 0, max_rel = 0;
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
        i += int64_t(gridDim.x) * blockDim.x) {
     const double a = LoadD(actual, dt, i), e = LoadD(expected, dt, i);
     const double err = fabs(a - e);
-    const bool ok = err <= atol + rtol * fabs(e);
-    if (Bits(actual, dt, i) == poison) ++unwr;
+    // Integers compare exactly (never through doubles: an i64 id beyond 2^53).
+    const bool ok = IsInt(dt) ? LoadI(actual, dt, i) == LoadI(expected, dt, i)
+                              : err <= atol + rtol * fabs(e);
+    if (IsPoisonAt(actual, es, i, poison)) ++unwr;
     if (isfinite(err)) {
       max_abs = fmax(max_abs, err);
       if (e != 0) max_rel = fmax(max_rel, err / fabs(e));
@@ -110,16 +141,17 @@ cudaError_t Reset(const DeviceScratch& s, cudaStream_t stream) {
 }  // namespace
 
 cudaError_t GenerateInput(void* dst, pkf_dtype dtype, uint64_t key, int64_t numel,
-                          cudaStream_t stream) {
+                          cudaStream_t stream, int64_t lo, int64_t hi) {
   if (numel <= 0) return cudaSuccess;
-  GenKernel<<<Blocks(numel), kThreads, 0, stream>>>(dst, dtype, key, numel);
+  GenKernel<<<Blocks(numel), kThreads, 0, stream>>>(dst, dtype, key, numel, lo, hi);
   return cudaGetLastError();
 }
 
 cudaError_t PoisonDevice(void* dst, pkf_dtype dtype, int64_t numel, uint32_t bits,
                          cudaStream_t stream) {
   if (numel <= 0) return cudaSuccess;
-  PoisonKernel<<<Blocks(numel), kThreads, 0, stream>>>(dst, dtype == PKF_F32, bits, numel);
+  PoisonKernel<<<Blocks(numel), kThreads, 0, stream>>>(dst, static_cast<int>(pkf_dtype_size(dtype)),
+                                                       bits, numel);
   return cudaGetLastError();
 }
 
@@ -138,8 +170,9 @@ cudaError_t CompareOutputs(const void* actual, const void* expected, pkf_dtype d
   if (numel <= 0) return cudaSuccess;
   cudaError_t e = Reset(s, stream);
   if (e != cudaSuccess) return e;
-  CompareKernel<<<Blocks(numel), kThreads, 0, stream>>>(actual, expected, dtype, numel, atol,
-                                                        rtol, poison_bits, s.words);
+  CompareKernel<<<Blocks(numel), kThreads, 0, stream>>>(
+      actual, expected, dtype, static_cast<int>(pkf_dtype_size(dtype)), numel, atol, rtol,
+      poison_bits, s.words);
   if ((e = cudaGetLastError()) != cudaSuccess) return e;
   if ((e = ResetAndLaunchDone(s, stream)) != cudaSuccess) return e;
   out->mismatches = static_cast<int64_t>(s.host[0]);
@@ -152,15 +185,15 @@ cudaError_t CompareOutputs(const void* actual, const void* expected, pkf_dtype d
   if (out->mismatches > 0) {
     out->first_index = static_cast<int64_t>(s.host[4]);
     const int64_t es = pkf_dtype_size(dtype);
-    unsigned char a[4] = {0}, x[4] = {0};
+    unsigned char a[8] = {0}, x[8] = {0};
     e = cudaMemcpy(a, static_cast<const char*>(actual) + out->first_index * es, es,
                    cudaMemcpyDeviceToHost);
     if (e == cudaSuccess)
       e = cudaMemcpy(x, static_cast<const char*>(expected) + out->first_index * es, es,
                      cudaMemcpyDeviceToHost);
     if (e != cudaSuccess) return e;
-    out->actual = pkf_load(a, dtype, 0);
-    out->expected = pkf_load(x, dtype, 0);
+    out->actual = LoadAsDouble(a, dtype, 0);
+    out->expected = LoadAsDouble(x, dtype, 0);
   }
   return cudaSuccess;
 }

@@ -14,10 +14,11 @@
 
 namespace pkforge::kernels::cuda {
 
-// dst[e] = round_to_dtype(GenValue(key, e)) for e < numel.
+// dst[e] = round_to_dtype(GenValue(key, e)) for e < numel; integer dtypes:
+// GenInt(key, e, lo, hi) (the host's FillInput, harness/tensor_ops.h).
 cudaError_t GenerateInput(void* dst, pkf_dtype dtype, uint64_t key, int64_t numel,
-                          cudaStream_t stream);
-// Fills with PoisonBits(dtype).
+                          cudaStream_t stream, int64_t lo = 0, int64_t hi = 0);
+// Fills with PoisonBits(dtype) (1- and 8-byte dtypes: 0xa5 in every byte).
 cudaError_t PoisonDevice(void* dst, pkf_dtype dtype, int64_t numel, uint32_t bits,
                          cudaStream_t stream);
 
@@ -29,8 +30,8 @@ struct DeviceScratch {
 inline constexpr int kScratchWords = 8;
 cudaError_t CreateScratch(DeviceScratch* s);
 
-// The host Check semantics (rank.cc) on device: mismatches (|a-e| > atol +
-// rtol |e| or NaN), unwritten (poison bits), max abs/rel error, first
+// The host Check semantics (tensor_ops.h CompareOutput) on device: mismatches
+// (|a-e| > atol + rtol |e| or NaN; integers: a != e), unwritten (poison bits), max abs/rel error, first
 // mismatch index; expected/actual at that index are read back here.
 cudaError_t CompareOutputs(const void* actual, const void* expected, pkf_dtype dtype,
                            int64_t numel, double atol, double rtol, uint32_t poison_bits,

@@ -35,7 +35,6 @@ std::string ClientText(std::string_view s, size_t max) {
 MemoryNeed EstimateMemory(const Problem& p, const Dims& dims, int world, pkf_dtype dtype,
                           int trials) {
   // Doubles: dimensions reach 2^34 each, so element counts overflow int64.
-  const double elem = static_cast<double>(DtypeSize(dtype));
   double set_bytes = 0, max_rank = 0;
   for (int r = 0; r < world; ++r) {
     const RankSpec s = p.spec(dims, world, r);
@@ -44,7 +43,7 @@ MemoryNeed EstimateMemory(const Problem& p, const Dims& dims, int world, pkf_dty
       for (const TensorDesc& t : *list) {
         double numel = 1;
         for (int64_t x : t.shape) numel *= static_cast<double>(x);
-        rank += numel * elem;
+        rank += numel * static_cast<double>(DtypeSize(t.dtype.value_or(dtype)));
       }
     }
     set_bytes += rank;

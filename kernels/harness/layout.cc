@@ -23,9 +23,10 @@ DataLayout MakeLayout(const Problem& p, const Dims& dims, int world, pkf_dtype d
     auto place = [&](const TensorDesc& d, std::vector<Placed>* v) {
       Placed pl;
       pl.desc = d;
+      pl.dtype = d.dtype.value_or(dtype);
       pl.numel = 1;
       for (int64_t x : d.shape) pl.numel *= x;
-      pl.bytes = pl.numel * l.elem_bytes;
+      pl.bytes = pl.numel * DtypeSize(pl.dtype);
       pl.offset = off;
       off = AlignUp(off + pl.bytes, 256);
       rank_bytes += pl.bytes;
@@ -51,12 +52,19 @@ uint32_t PoisonBits(pkf_dtype dtype) {
 
 void PoisonBuffer(void* data, int64_t numel, pkf_dtype dtype) {
   const uint32_t bits = PoisonBits(dtype);
-  if (dtype == PKF_F32) {
-    auto* p = static_cast<uint32_t*>(data);
-    for (int64_t i = 0; i < numel; ++i) p[i] = bits;
-  } else {
-    auto* p = static_cast<uint16_t*>(data);
-    for (int64_t i = 0; i < numel; ++i) p[i] = static_cast<uint16_t>(bits);
+  switch (DtypeSize(dtype)) {
+    case 4: {
+      auto* p = static_cast<uint32_t*>(data);
+      for (int64_t i = 0; i < numel; ++i) p[i] = bits;
+      return;
+    }
+    case 2: {
+      auto* p = static_cast<uint16_t*>(data);
+      for (int64_t i = 0; i < numel; ++i) p[i] = static_cast<uint16_t>(bits);
+      return;
+    }
+    default:  // i64, f64, u8, fp8: the byte 0xa5 everywhere
+      std::memset(data, 0xa5, static_cast<size_t>(numel * DtypeSize(dtype)));
   }
 }
 

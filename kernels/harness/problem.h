@@ -13,8 +13,10 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -28,9 +30,27 @@ struct TensorDesc {
   std::string name;
   std::vector<int64_t> shape;
   bool replicated = false;  // generated identically on every rank (inputs only)
+  // A fixed dtype (i32/i64 ids, indices, splits, labels) independent of the
+  // evaluation's float dtype; unset = the evaluation's dtype.
+  std::optional<pkf_dtype> dtype;
+  // Integer inputs: values uniform in [lo, hi) (GenInt, harness/rng.h), from
+  // the evaluation's seed like every input. Ignored for float tensors.
+  int64_t lo = 0;
+  int64_t hi = 0;
 };
 
-// Tensors of one rank; the dtype is the evaluation's dtype for every tensor.
+// An integer input of `dtype` with values uniform in [lo, hi).
+inline TensorDesc IntInput(std::string name, std::vector<int64_t> shape, pkf_dtype dtype,
+                           int64_t lo, int64_t hi, bool replicated = false) {
+  return {std::move(name), std::move(shape), replicated, dtype, lo, hi};
+}
+// An output of a fixed dtype (integers compare exactly).
+inline TensorDesc TypedOutput(std::string name, std::vector<int64_t> shape, pkf_dtype dtype) {
+  return {std::move(name), std::move(shape), false, dtype, 0, 0};
+}
+inline bool IsIntegerDtype(pkf_dtype d) { return d == PKF_I32 || d == PKF_I64 || d == PKF_U8; }
+
+// Tensors of one rank; a tensor without a fixed dtype has the evaluation's dtype.
 struct RankSpec {
   std::vector<TensorDesc> in;
   std::vector<TensorDesc> out;

@@ -12,6 +12,10 @@ v1::Dtype ToProtoDtype(pkf_dtype d) {
     case PKF_F32: return v1::DTYPE_F32;
     case PKF_F16: return v1::DTYPE_F16;
     case PKF_BF16: return v1::DTYPE_BF16;
+    case PKF_F64: return v1::DTYPE_F64;
+    case PKF_I32: return v1::DTYPE_I32;
+    case PKF_I64: return v1::DTYPE_I64;
+    case PKF_U8: return v1::DTYPE_U8;
     default: return v1::DTYPE_UNSPECIFIED;
   }
 }
@@ -89,7 +93,7 @@ absl::StatusOr<v1::ProblemInfo> DescribeProblem(const Problem& p,
     const RankSpec spec = p.spec(dims, world, 0);
     auto add = [&](const TensorDesc& t, v1::TensorSpec* out) {
       out->set_name(t.name);
-      out->set_dtype(ToProtoDtype(dtype));
+      out->set_dtype(ToProtoDtype(t.dtype.value_or(dtype)));  // integer ids keep their own
       for (int64_t s : t.shape) out->add_shape(s);
     };
     for (const auto& t : spec.in) add(t, info.add_inputs());

@@ -132,6 +132,7 @@ struct Placed {
   int64_t offset = 0;
   int64_t bytes = 0;
   int64_t numel = 0;
+  pkf_dtype dtype = PKF_F32;  // desc.dtype, else the evaluation's dtype
   TensorDesc desc;
 };
 
@@ -149,7 +150,8 @@ struct DataLayout {
 
 DataLayout MakeLayout(const Problem& p, const Dims& dims, int world, pkf_dtype dtype, int slots);
 
-// NaN bit patterns written into outputs before calls (detects unwritten outputs).
+// NaN bit patterns written into outputs before calls (detects unwritten outputs);
+// integer dtypes: 0xa5 in every byte (a large negative value no id has).
 uint32_t PoisonBits(pkf_dtype dtype);
 void PoisonBuffer(void* data, int64_t numel, pkf_dtype dtype);
 

@@ -15,6 +15,7 @@
 #include "kernels/harness/protocol.h"
 #include "kernels/harness/rng.h"
 #include "kernels/harness/shm.h"
+#include "kernels/harness/tensor_ops.h"
 #include "kernels/problems/common/host_math.h"
 
 namespace pkforge::kernels {
@@ -222,7 +223,7 @@ class Rank {
         pkf_tensor x;
         std::memset(&x, 0, sizeof x);
         x.data = base + layout_.SlotBase(slot) + p.offset;
-        x.dtype = dtype_;
+        x.dtype = p.dtype;
         x.ndim = static_cast<int32_t>(p.desc.shape.size());
         for (size_t d = 0; d < p.desc.shape.size() && d < 8; ++d) x.shape[d] = p.desc.shape[d];
         t->push_back(x);
@@ -276,7 +277,7 @@ class Rank {
 
   void PoisonOutputs(char* base, int slot) {
     for (const Placed& p : layout_.out[o_.rank])
-      PoisonBuffer(base + layout_.SlotBase(slot) + p.offset, p.numel, dtype_);
+      PoisonBuffer(base + layout_.SlotBase(slot) + p.offset, p.numel, p.dtype);
   }
 
   void Gen(int slot, uint64_t seed, bool candidate_too) {
@@ -286,7 +287,7 @@ class Rank {
       const uint64_t key =
           StreamKey(seed, p.desc.replicated ? kReplicatedRank : o_.rank, static_cast<uint32_t>(i));
       char* dst = data_ + layout_.SlotBase(slot) + p.offset;
-      for (int64_t e = 0; e < p.numel; ++e) pkf_store(dst, dtype_, e, GenValue(key, e));
+      FillInput(dst, p, key);  // the tensor's own dtype (integer ids: its range)
       if (candidate_too) std::memcpy(cand_data_ + layout_.SlotBase(slot) + p.offset, dst, p.bytes);
     }
     PoisonOutputs(data_, slot);
@@ -302,7 +303,6 @@ class Rank {
     rep->n_checks = static_cast<uint32_t>(std::min<size_t>(outs.size(), kMaxOutputs));
     for (uint32_t o = 0; o < rep->n_checks; ++o) rep->checks[o].first_index = -1;
     rep->value = UINT64_MAX;
-    const uint32_t poison = PoisonBits(dtype_);
     for (uint32_t k = 0; k < cmd.count; ++k) {
       const int64_t base = layout_.SlotBase(static_cast<int>(cmd.SlotAt(k)));
       for (const Placed& p : layout_.in[o_.rank]) {
@@ -317,48 +317,19 @@ class Rank {
         snap += p.bytes;
         if (actual == nullptr) continue;
         const char* expected = data_ + base + p.offset;
-        CheckRecord& c = rep->checks[o];
-        c.elements += p.numel;
-        for (int64_t i = 0; i < p.numel; ++i) {
-          const uint32_t bits = dtype_ == PKF_F32 ? reinterpret_cast<const uint32_t*>(actual)[i]
-                                                  : reinterpret_cast<const uint16_t*>(actual)[i];
-          const double a = pkf_load(actual, dtype_, i);
-          const double e = pkf_load(expected, dtype_, i);
-          const double err = std::fabs(a - e);
-          const bool ok = err <= tol_.atol + tol_.rtol * std::fabs(e);  // false for NaN
-          if (bits == poison) ++c.unwritten;
-          if (std::isfinite(err)) {
-            c.max_abs = std::max(c.max_abs, err);
-            if (e != 0) c.max_rel = std::max(c.max_rel, err / std::fabs(e));
-          } else {
-            c.max_abs = INFINITY;
-          }
-          if (!ok) {
-            if (c.mismatches++ == 0) {
-              c.first_index = i;
-              c.expected = e;
-              c.actual = a;
-            }
-            if (rep->value == UINT64_MAX) rep->value = k;
-          }
-        }
+        if (CompareOutput(actual, expected, p, tol_, &rep->checks[o]) && rep->value == UINT64_MAX)
+          rep->value = k;
       }
     }
   }
 
   // Output elements of the batch's candidate slots that are not poison.
   uint64_t NotPoison(const Cmd& cmd) {
-    const uint32_t poison = PoisonBits(dtype_);
     uint64_t n = 0;
     for (uint32_t k = 0; k < cmd.count; ++k)
-      for (const Placed& p : layout_.out[o_.rank]) {
-        const char* d = cand_data_ + layout_.SlotBase(static_cast<int>(cmd.SlotAt(k))) + p.offset;
-        for (int64_t i = 0; i < p.numel; ++i) {
-          const uint32_t bits = dtype_ == PKF_F32 ? reinterpret_cast<const uint32_t*>(d)[i]
-                                                  : reinterpret_cast<const uint16_t*>(d)[i];
-          n += bits != poison;
-        }
-      }
+      for (const Placed& p : layout_.out[o_.rank])
+        n += CountNotPoison(
+            cand_data_ + layout_.SlotBase(static_cast<int>(cmd.SlotAt(k))) + p.offset, p);
     return n;
   }
 

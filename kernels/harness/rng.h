@@ -7,6 +7,8 @@
 // (kReplicatedRank << 8) | input_index for tensors that must be identical on
 // every rank (a replicated GEMM operand). Values are uniform in [-1, 1) with
 // 24 random bits, exactly representable in f32, then rounded once to the dtype.
+// Integer tensors (ids, indices, labels) take GenInt: uniform in the tensor's
+// [lo, hi) from 64 random bits of the same stream (TensorDesc, problem.h).
 // The seed is the secret: it lives only in the judge and the trusted
 // reference-rank processes (kernels/README.md).
 // Thread safety: pure functions.
@@ -39,6 +41,16 @@ PKF_HD uint64_t StreamKey(uint64_t seed, uint32_t rank, uint32_t input) {
 PKF_HD float GenValue(uint64_t key, uint64_t index) {
   uint64_t h = SplitMix64(key + index * 0xd1b54a32d192ed03ull);
   return static_cast<float>(static_cast<int32_t>(h >> 40)) * (1.0f / 8388608.0f) - 1.0f;
+}
+
+// Uniform integer in [lo, hi) (hi > lo) for element `index` of the stream
+// with key `key`; the modulo bias is below 2^-32 for any range a tensor uses.
+// A range with hi <= lo gives lo.
+PKF_HD int64_t GenInt(uint64_t key, uint64_t index, int64_t lo, int64_t hi) {
+  if (hi <= lo) return lo;
+  const uint64_t span = static_cast<uint64_t>(hi) - static_cast<uint64_t>(lo);
+  const uint64_t h = SplitMix64(key + index * 0xd1b54a32d192ed03ull);
+  return static_cast<int64_t>(static_cast<uint64_t>(lo) + h % span);
 }
 
 }  // namespace pkforge::kernels

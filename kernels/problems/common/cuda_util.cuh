@@ -32,9 +32,24 @@ static inline int64_t pkf_cu_numel(const pkf_tensor* t) {
   for (int32_t d = 0; d < t->ndim; ++d) n *= t->shape[d];
   return n;
 }
-static inline int64_t pkf_cu_elem(pkf_dtype dt) { return dt == PKF_F32 ? 4 : 2; }
+static inline int64_t pkf_cu_elem(pkf_dtype dt) {
+  switch (dt) {
+    case PKF_F32: case PKF_I32: return 4;
+    case PKF_I64: case PKF_F64: return 8;
+    case PKF_U8: case PKF_FP8_E4M3: return 1;
+    default: return 2;
+  }
+}
 static inline ncclDataType_t pkf_nccl_type(pkf_dtype dt) {
-  return dt == PKF_F32 ? ncclFloat32 : dt == PKF_F16 ? ncclFloat16 : ncclBfloat16;
+  switch (dt) {
+    case PKF_F32: return ncclFloat32;
+    case PKF_F16: return ncclFloat16;
+    case PKF_I32: return ncclInt32;
+    case PKF_I64: return ncclInt64;
+    case PKF_F64: return ncclFloat64;
+    case PKF_U8: return ncclUint8;
+    default: return ncclBfloat16;
+  }
 }
 static inline int pkf_cu_blocks(int64_t n) {
   int64_t b = (n + 255) / 256;

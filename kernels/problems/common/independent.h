@@ -20,7 +20,34 @@
 
 #include "pkforge/candidate.h"
 
-static inline int64_t ind_elem_bytes(pkf_dtype dt) { return dt == PKF_F32 ? 4 : 2; }
+static inline int64_t ind_elem_bytes(pkf_dtype dt) {
+  switch (dt) {
+    case PKF_F32: case PKF_I32: return 4;
+    case PKF_I64: case PKF_F64: return 8;
+    case PKF_U8: case PKF_FP8_E4M3: return 1;
+    default: return 2;
+  }
+}
+
+// Element i of an integer tensor (i32 / i64 ids, indices, labels) as int64.
+static inline int64_t ind_geti(const void* p, pkf_dtype dt, int64_t i) {
+  if (dt == PKF_I64) {
+    int64_t v;
+    memcpy(&v, (const char*)p + 8 * i, 8);
+    return v;
+  }
+  int32_t v;
+  memcpy(&v, (const char*)p + 4 * i, 4);
+  return v;
+}
+static inline void ind_puti(void* p, pkf_dtype dt, int64_t i, int64_t v) {
+  if (dt == PKF_I64) {
+    memcpy((char*)p + 8 * i, &v, 8);
+  } else {
+    const int32_t x = (int32_t)v;
+    memcpy((char*)p + 4 * i, &x, 4);
+  }
+}
 
 static inline int64_t ind_numel(const pkf_tensor* t) {
   int64_t n = 1;

@@ -4,6 +4,8 @@
 // dtype: f32 -> 10 fraction bits (f16's), f16 -> 7 (bf16's), bf16 -> 3 (fp8
 // e4m3's), round to nearest even. Must be WRONG_OUTPUT: a tolerance loose
 // enough to accept it cannot tell the dtype from the next coarser one.
+// Integer outputs (ids, indices, counts; they compare exactly) lose their
+// lowest bit instead: any odd value then differs.
 #include <math.h>
 
 #include "pkforge/candidate.h"
@@ -28,6 +30,11 @@ extern "C" int pkf_run(pkf_context* ctx, const pkf_tensor* in, int32_t n_in, pkf
   if (rc != 0) return rc;
   for (int32_t o = 0; o < n_out; ++o) {
     const int64_t n = pkf_numel(&out[o]);
+    if (out[o].dtype == PKF_I32 || out[o].dtype == PKF_I64 || out[o].dtype == PKF_U8) {
+      const int64_t es = pkf_dtype_size(out[o].dtype);
+      for (int64_t i = 0; i < n; ++i) ((unsigned char*)out[o].data)[i * es] &= 0xfe;  // little endian
+      continue;
+    }
     for (int64_t i = 0; i < n; ++i)
       pkf_store(out[o].data, out[o].dtype, i, coarse(pkf_load(out[o].data, out[o].dtype, i), out[o].dtype));
   }

@@ -6,9 +6,10 @@
 #include <string.h>
 
 #include "pkforge/candidate.h"
+#include "kernels/problems/common/host_math.h"
 
 static size_t bytes_of(const pkf_tensor* t) {
-  size_t n = t->dtype == PKF_F32 ? 4 : 2;
+  size_t n = (size_t)pkf_dtype_size(t->dtype);  // integer tensors (ids, counts) too
   for (int32_t d = 0; d < t->ndim; ++d) n *= (size_t)t->shape[d];
   return n;
 }
