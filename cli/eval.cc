@@ -17,8 +17,10 @@
 #include "cli/commands.h"
 #include "cli/output.h"
 #include "common/grpc_status.h"
+#include "common/net.h"
 #include "google/protobuf/util/json_util.h"
 #include "pkforge/v1/executor.grpc.pb.h"
+#include "rpc/credentials.h"
 
 namespace pkforge::cli {
 namespace {
@@ -155,21 +157,14 @@ int RunEval(const EvalOptions& o) {
   }
   req.set_client_tag("pkforge-eval");
 
-  std::shared_ptr<grpc::ChannelCredentials> creds = grpc::InsecureChannelCredentials();
-  if (!o.tls_ca_file.empty()) {
-    auto ca = ReadFileToString(o.tls_ca_file);
-    if (!ca.ok()) return ReportStatus("eval", ca.status());
-    grpc::SslCredentialsOptions ssl;
-    ssl.pem_root_certs = *ca;
-    creds = grpc::SslCredentials(ssl);
-  }
-  auto stub = v1::Executor::NewStub(grpc::CreateChannel(o.executor, creds));
+  auto creds = rpc::ChannelCredentials(!o.tls_ca_file.empty(), o.tls_ca_file, "--tls-ca");
+  if (!creds.ok()) return ReportStatus("eval", creds.status());
+  auto stub = v1::Executor::NewStub(grpc::CreateChannel(o.executor, *creds));
   grpc::ClientContext ctx;
   if (!o.token_file.empty()) {
-    auto token = ReadFileToString(o.token_file);
+    auto token = ReadTokenFile(o.token_file, TokenRole::kSend, "--token-file");
     if (!token.ok()) return ReportStatus("eval", token.status());
-    ctx.AddMetadata("authorization",
-                    absl::StrCat("Bearer ", absl::StripAsciiWhitespace(token->substr(0, token->find('\n')))));
+    ctx.AddMetadata("authorization", absl::StrCat("Bearer ", *token));
   }
   auto reader = stub->Evaluate(&ctx, req);
   v1::EvaluateProgress msg;

@@ -28,8 +28,10 @@
 #include "cli/offline.h"
 #include "cli/output.h"
 #include "common/grpc_status.h"
+#include "common/net.h"
 #include "common/status.h"
 #include "fmt/format.h"
+#include "rpc/credentials.h"
 
 namespace pkforge::cli {
 
@@ -48,24 +50,6 @@ void RemoteOptions::Add(CLI::App* cmd) {
       ->envname("PKFORGE_TLS_CA");
 }
 
-namespace {
-
-// The whole of a small file the user named (token, CA), or an error naming
-// the flag and its environment variable, since either may have set it.
-absl::StatusOr<std::string> ReadNamedFile(const std::string& path, const char* flag,
-                                          const char* env) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    return absl::InvalidArgumentError(absl::StrCat(flag, " (or ", env, ") ", path, ": cannot read (",
-                                                   std::strerror(errno), ")"));
-  }
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-}  // namespace
-
 absl::StatusOr<Remote> Remote::Connect(const RemoteOptions& options) {
   Remote r;
   r.address_ = options.orchestrator;
@@ -73,29 +57,15 @@ absl::StatusOr<Remote> Remote::Connect(const RemoteOptions& options) {
     const char* env = std::getenv("PKFORGE_ORCHESTRATOR");
     r.address_ = env != nullptr && *env != '\0' ? env : "127.0.0.1:50061";
   }
+  // envname: the flag or its variable may have named either file.
   if (!options.token_file.empty()) {
-    ASSIGN_OR_RETURN(r.token_,
-                     ReadNamedFile(options.token_file, "--token-file", "PKFORGE_TOKEN_FILE"));
-    while (!r.token_.empty() && std::isspace(static_cast<unsigned char>(r.token_.back()))) {
-      r.token_.pop_back();
-    }
-    if (r.token_.empty()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("--token-file (or PKFORGE_TOKEN_FILE) ", options.token_file, ": is empty"));
-    }
+    ASSIGN_OR_RETURN(r.token_, ReadTokenFile(options.token_file, TokenRole::kSend,
+                                             "--token-file (or PKFORGE_TOKEN_FILE)"));
   }
-  std::shared_ptr<grpc::ChannelCredentials> creds = grpc::InsecureChannelCredentials();
-  if (!options.tls_ca.empty()) {
-    grpc::SslCredentialsOptions ssl;
-    ASSIGN_OR_RETURN(ssl.pem_root_certs,
-                     ReadNamedFile(options.tls_ca, "--tls-ca", "PKFORGE_TLS_CA"));
-    if (ssl.pem_root_certs.find("-----BEGIN CERTIFICATE-----") == std::string::npos) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "--tls-ca (or PKFORGE_TLS_CA) ", options.tls_ca, ": not a PEM certificate"));
-    }
-    creds = grpc::SslCredentials(ssl);
-    r.tls_ = true;
-  }
+  ASSIGN_OR_RETURN(std::shared_ptr<grpc::ChannelCredentials> creds,
+                   rpc::ChannelCredentials(!options.tls_ca.empty(), options.tls_ca,
+                                           "--tls-ca (or PKFORGE_TLS_CA)"));
+  r.tls_ = !options.tls_ca.empty();
   // Replies can be far above gRPC's 4 MiB default: a long LLM job's
   // trajectory with its prompts, replies and results (`pkforge report`).
   grpc::ChannelArguments args;

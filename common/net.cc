@@ -2,6 +2,9 @@
 
 #include <openssl/crypto.h>
 
+#include "absl/strings/ascii.h"
+#include "fmt/format.h"
+#include "common/files.h"
 #include "common/sha256.h"
 
 namespace pkforge {
@@ -30,6 +33,31 @@ bool BearerToken::Matches(std::string_view authorization) const {
   const std::string given = Sha256Hex(authorization.substr(kPrefix.size()));
   return given.size() == digest_.size() &&
          CRYPTO_memcmp(given.data(), digest_.data(), digest_.size()) == 0;
+}
+
+absl::StatusOr<std::string> ReadTokenFile(const std::string& path, TokenRole role,
+                                          std::string_view what) {
+  auto text = ReadFileToString(path);
+  if (!text.ok()) {
+    return absl::Status(text.status().code(),
+                        fmt::format("{}: {}", what, std::string(text.status().message())));
+  }
+  const std::string token(absl::StripAsciiWhitespace(*text));
+  auto bad = [&](std::string_view why) {
+    return absl::InvalidArgumentError(fmt::format("{} {}: {}", what, path, why));
+  };
+  if (token.empty()) return bad("is empty");
+  for (const char c : token) {
+    if (c <= ' ' || c > '~') {
+      return bad(
+          "the token has a blank, a line break or a non-printable character inside (one line of "
+          "printable ASCII expected)");
+    }
+  }
+  if (role == TokenRole::kRequire && token.size() < kMinRequiredTokenLength) {
+    return bad(fmt::format("token shorter than {} characters", kMinRequiredTokenLength));
+  }
+  return token;
 }
 
 }  // namespace pkforge

@@ -2,12 +2,16 @@
 // so that the two cannot drift (they did: one treated unix: sockets as local,
 // the other did not; one compared tokens raw, the other by digest).
 //
-// Thread safety: IsLoopbackAddress is a pure function; a BearerToken is
-// immutable after construction and may be used from any thread.
+// Thread safety: IsLoopbackAddress and ReadTokenFile are free functions,
+// safe from any thread; a BearerToken is immutable after construction and
+// may be used from any thread.
 #pragma once
 
+#include <cstddef>
 #include <string>
 #include <string_view>
+
+#include "absl/status/statusor.h"
 
 namespace pkforge {
 
@@ -34,5 +38,28 @@ class BearerToken {
  private:
   std::string digest_;  // hex SHA-256 of the token; empty = no token
 };
+
+// Who reads a token file: the daemon that will require the token from its
+// clients, or a client (the CLI, the orchestrator dialling executors) that
+// will send it.
+enum class TokenRole { kRequire, kSend };
+
+// A token a daemon requires is at least this long: a short one could be
+// guessed by anyone who can reach the port.
+inline constexpr size_t kMinRequiredTokenLength = 16;
+
+// The one token-file format of both daemons and the CLI: the whole file with
+// surrounding whitespace trimmed, which must be one run of printable ASCII
+// without blanks (what "authorization: Bearer <token>" metadata can carry).
+// Refused, with `what` (the flag or config key) and the path in the message:
+// an unreadable file (NOT_FOUND), an empty token, a token with a blank or a
+// control character inside (a multi-line file: the executor used to take the
+// first line silently, the orchestrator the whole text, which gRPC then
+// refused on every call), and, for kRequire only, a token shorter than
+// kMinRequiredTokenLength (the orchestrator used to accept any non-empty
+// one). Clients send what the file holds: the daemon decides, and a client's
+// "refused" names the file.
+absl::StatusOr<std::string> ReadTokenFile(const std::string& path, TokenRole role,
+                                          std::string_view what = "token file");
 
 }  // namespace pkforge

@@ -41,6 +41,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "common/net.h"
 #include "executor/server.h"
 #include "executor/testing_candidates.h"
 #include "nlohmann/json.hpp"
@@ -646,7 +647,7 @@ int Main(int argc, char** argv) {
   } else {
     target = o.executor;
     if (!o.token_file.empty()) {
-      auto t = ReadTokenFile(o.token_file);
+      auto t = ReadTokenFile(o.token_file, TokenRole::kSend, "--token-file");
       if (!t.ok()) {
         std::cerr << t.status() << "\n";
         return 1;

@@ -1,45 +1,17 @@
 #include "executor/server.h"
 
-#include <grpcpp/ext/proto_server_reflection_plugin.h>
-#include <grpcpp/health_check_service_interface.h>
-
 #include <unistd.h>
 
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
-#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "common/logging.h"
+#include "common/net.h"
 #include "common/status.h"
 #include "spdlog/spdlog.h"
 
 namespace pkforge::executor {
 namespace fs = std::filesystem;
-
-absl::StatusOr<std::string> ReadTokenFile(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return absl::NotFoundError(absl::StrCat("token file ", path, ": cannot open"));
-  std::string line;
-  std::getline(in, line);
-  std::string token(absl::StripAsciiWhitespace(line));
-  if (token.empty()) return absl::InvalidArgumentError(absl::StrCat("token file ", path, ": empty token"));
-  if (token.size() < 16)
-    return absl::InvalidArgumentError(
-        absl::StrCat("token file ", path, ": token shorter than 16 characters"));
-  return token;
-}
-
-namespace {
-absl::StatusOr<std::string> ReadWhole(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(absl::StrCat(path, ": cannot open"));
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-}  // namespace
 
 absl::StatusOr<std::unique_ptr<ExecutorServer>> ExecutorServer::Start(const ExecutorConfig& config) {
   std::unique_ptr<ExecutorServer> s(new ExecutorServer());
@@ -47,7 +19,7 @@ absl::StatusOr<std::unique_ptr<ExecutorServer>> ExecutorServer::Start(const Exec
   const ExecutorConfig& c = s->config_;
   std::string token;
   if (!c.token_file.empty()) {
-    ASSIGN_OR_RETURN(token, ReadTokenFile(c.token_file));
+    ASSIGN_OR_RETURN(token, ReadTokenFile(c.token_file, TokenRole::kRequire, "token_file"));
     RegisterSecret(token);
   }
   std::error_code ec;
@@ -148,33 +120,17 @@ absl::StatusOr<std::unique_ptr<ExecutorServer>> ExecutorServer::Start(const Exec
                                                   s->queue_.get(), s->compiler_.get(), &s->metrics_,
                                                   token);
 
-  grpc::EnableDefaultHealthCheckService(true);
-  // Server reflection (grpcurl-style tools list and describe the API); like
-  // the health service it is not behind the token: it only tells the public
-  // proto/ schema.
-  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
-  grpc::ServerBuilder builder;
-  std::shared_ptr<grpc::ServerCredentials> creds = grpc::InsecureServerCredentials();
-  if (!c.tls_cert_file.empty()) {
-    ASSIGN_OR_RETURN(std::string cert, ReadWhole(c.tls_cert_file));
-    ASSIGN_OR_RETURN(std::string key, ReadWhole(c.tls_key_file));
-    grpc::SslServerCredentialsOptions opts;
-    opts.pem_key_cert_pairs.push_back({key, cert});
-    creds = grpc::SslServerCredentials(opts);
-  }
-  int port = 0;
-  builder.AddListeningPort(c.listen, creds, &port);
-  builder.RegisterService(s->service_.get());
-  builder.SetMaxReceiveMessageSize(8 << 20);
-  s->server_ = builder.BuildAndStart();
-  if (!s->server_ || port == 0)
-    return absl::UnavailableError(absl::StrCat("cannot listen on ", c.listen));
-  const std::string host = c.listen.substr(0, c.listen.rfind(':'));
-  s->address_ = absl::StrCat(host, ":", port);
-  s->server_->GetHealthCheckService()->SetServingStatus(true);
-  if (!c.metrics_listen.empty()) {
-    ASSIGN_OR_RETURN(s->metrics_http_, MetricsHttpServer::Start(c.metrics_listen, &s->metrics_));
-  }
+  rpc::ServerOptions so;
+  so.listen = c.listen;
+  so.tls_cert_file = c.tls_cert_file;
+  so.tls_key_file = c.tls_key_file;
+  so.tls_what = "tls_cert_file";
+  so.services = {s->service_.get()};
+  so.max_receive_bytes = 8 << 20;
+  so.metrics_listen = c.metrics_listen;
+  so.metrics = &s->metrics_;
+  ASSIGN_OR_RETURN(s->server_, rpc::GrpcServer::Start(so));
+  s->address_ = s->server_->address();
   const v1::DeviceInfo info = s->devices_->Describe(*s->queue_);
   spdlog::info("pkforge-executor {} listening on {} ({}{}); {} GPU(s), sandbox {}, cache {}",
                c.executor_id, s->address_, c.tls_cert_file.empty() ? "plaintext" : "TLS",
@@ -187,7 +143,7 @@ void ExecutorServer::Shutdown(double grace_s) {
   if (shut_down_) return;
   shut_down_ = true;
   spdlog::info("shutting down: {} evaluation(s) in flight get {:.0f} s", service_->in_flight(), grace_s);
-  server_->GetHealthCheckService()->SetServingStatus(false);
+  server_->BeginShutdown();
   service_->BeginShutdown();
   const auto deadline = std::chrono::steady_clock::now() +
                         std::chrono::milliseconds(static_cast<int64_t>(grace_s * 1000));
@@ -197,8 +153,7 @@ void ExecutorServer::Shutdown(double grace_s) {
     queue_->Shutdown();
     service_->WaitIdle(std::chrono::steady_clock::now() + std::chrono::seconds(30));
   }
-  server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
-  metrics_http_.reset();
+  server_->Stop(std::chrono::system_clock::now() + std::chrono::seconds(5));
   // A fallback sandbox root in /tmp holds only per-run folders, all removed
   // by now; leave nothing behind, unless another executor still serves from
   // the same root (its runs' folders are in there).

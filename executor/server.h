@@ -22,6 +22,7 @@
 #include "executor/pipeline.h"
 #include "executor/runtime.h"
 #include "executor/service.h"
+#include "rpc/server.h"
 #include "sandbox/sandbox.h"
 
 namespace pkforge::executor {
@@ -34,7 +35,7 @@ class ExecutorServer {
 
   // The address clients dial (the bound port when the config asked for :0).
   std::string address() const { return address_; }
-  int metrics_port() const { return metrics_http_ ? metrics_http_->port() : 0; }
+  int metrics_port() const { return server_ ? server_->metrics_port() : 0; }
   Metrics& metrics() { return metrics_; }
   ExecutorService& service() { return *service_; }
 
@@ -55,15 +56,13 @@ class ExecutorServer {
   std::unique_ptr<DeviceQueue> queue_;
   std::unique_ptr<Pipeline> pipeline_;
   std::unique_ptr<ExecutorService> service_;
-  std::unique_ptr<grpc::Server> server_;
-  std::unique_ptr<MetricsHttpServer> metrics_http_;
+  std::unique_ptr<rpc::GrpcServer> server_;  // health, reflection, metrics endpoint
   std::string address_;
   std::string sandbox_root_;  // removed at shutdown when it is not data_dir
   bool shut_down_ = false;
 };
 
-// Reads a token file: the first line, whitespace trimmed; an empty token is
-// an error (it would authenticate everyone).
-absl::StatusOr<std::string> ReadTokenFile(const std::string& path);
+// Token files are read by common/net.h's ReadTokenFile (one format for both
+// daemons and the CLI).
 
 }  // namespace pkforge::executor

@@ -276,18 +276,4 @@ absl::Status ValidateConfig(const OrchestratorConfig& c) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::string> ReadSecretFile(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return absl::NotFoundError(fmt::format("token file {} cannot be read", path));
-  std::stringstream ss;
-  ss << in.rdbuf();
-  std::string s = ss.str();
-  const char* ws = " \t\r\n";
-  s.erase(0, s.find_first_not_of(ws));
-  auto last = s.find_last_not_of(ws);
-  s.erase(last == std::string::npos ? 0 : last + 1);
-  if (s.empty()) return absl::InvalidArgumentError(fmt::format("token file {} is empty", path));
-  return s;
-}
-
 }  // namespace pkforge::orchestrator

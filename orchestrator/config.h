@@ -106,7 +106,7 @@ absl::Status ValidateConfig(const OrchestratorConfig& config);
 // IsLoopbackAddress (127.0.0.0/8, ::1, localhost, unix: sockets) is
 // common/net.h's, shared with the executor.
 
-// Reads a secret file (a token), trimming surrounding whitespace; empty is an error.
-absl::StatusOr<std::string> ReadSecretFile(const std::string& path);
+// Token files (the orchestrator's own and the executors') are read by
+// common/net.h's ReadTokenFile, the one format of both daemons and the CLI.
 
 }  // namespace pkforge::orchestrator

@@ -17,12 +17,15 @@
 #include <future>
 #include <sstream>
 
+#include "absl/time/time.h"
 #include "common/files.h"
+#include "common/net.h"
 #include "common/grpc_status.h"
 #include "common/logging.h"
 #include "common/status.h"
 #include "fmt/format.h"
 #include "orchestrator/convert.h"
+#include "rpc/credentials.h"
 #include "spdlog/spdlog.h"
 
 namespace pkforge::orchestrator {
@@ -90,7 +93,8 @@ absl::StatusOr<std::unique_ptr<ExecutorPool>> ExecutorPool::Create(Options optio
   Options& o = pool->options_;
   if (!o.resolver) o.resolver = SystemResolver();
   if (!o.default_token_file.empty()) {
-    ASSIGN_OR_RETURN(pool->default_token_, ReadSecretFile(o.default_token_file));
+    ASSIGN_OR_RETURN(pool->default_token_, ReadTokenFile(o.default_token_file, TokenRole::kSend,
+                                                         "executor_token_file"));
     RegisterSecret(pool->default_token_);
   }
   for (const auto& ep : o.executors) {
@@ -103,7 +107,12 @@ absl::StatusOr<std::unique_ptr<ExecutorPool>> ExecutorPool::Create(Options optio
   absl::Status create_error;
   absl::Status s = pool->RefreshImpl(true, &create_error);
   RETURN_IF_ERROR(create_error);
-  if (!s.ok() && !o.executors_file.empty() && pool->file_mtime_ns_ < 0) return s;
+  bool file_never_read = false;
+  {
+    absl::MutexLock refresh(&pool->refresh_mu_);
+    file_never_read = pool->file_mtime_ns_ < 0;
+  }
+  if (!s.ok() && !o.executors_file.empty() && file_never_read) return s;
   if (!s.ok()) spdlog::warn("executors: {}", std::string(s.message()));
   return pool;
 }
@@ -115,20 +124,15 @@ absl::StatusOr<ExecutorPool::ExecutorPtr> ExecutorPool::MakeExecutor(const Wante
   e->target = w.target;
   e->token = default_token_;
   if (!ep.token_file.empty()) {
-    ASSIGN_OR_RETURN(e->token, ReadSecretFile(ep.token_file));
+    ASSIGN_OR_RETURN(e->token,
+                     ReadTokenFile(ep.token_file, TokenRole::kSend, "executors[].token_file"));
     RegisterSecret(e->token);
   }
-  std::shared_ptr<grpc::ChannelCredentials> creds = grpc::InsecureChannelCredentials();
+  ASSIGN_OR_RETURN(std::shared_ptr<grpc::ChannelCredentials> creds,
+                   rpc::ChannelCredentials(ep.tls, ep.tls_ca_file, "executors[].tls_ca_file"));
   grpc::ChannelArguments args;
-  if (ep.tls) {
-    grpc::SslCredentialsOptions ssl;
-    if (!ep.tls_ca_file.empty()) {
-      ASSIGN_OR_RETURN(ssl.pem_root_certs, ReadFileToString(ep.tls_ca_file));
-    }
-    creds = grpc::SslCredentials(ssl);
-    // Dialled by address, verified by the name that was resolved.
-    if (!w.tls_name.empty()) args.SetSslTargetNameOverride(w.tls_name);
-  }
+  // Dialled by address, verified by the name that was resolved.
+  if (ep.tls && !w.tls_name.empty()) args.SetSslTargetNameOverride(w.tls_name);
   // A restarted executor must be picked up within a health interval, not
   // after gRPC's default reconnect backoff (up to two minutes).
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 200);
@@ -146,7 +150,7 @@ absl::Status ExecutorPool::Refresh(bool force_file_read) {
 }
 
 absl::Status ExecutorPool::RefreshImpl(bool force_file_read, absl::Status* create_error) {
-  std::lock_guard refresh(refresh_mu_);
+  absl::MutexLock refresh(&refresh_mu_);
   absl::Status first;
   auto note = [&first](const absl::Status& s) {
     if (first.ok() && !s.ok()) first = s;
@@ -225,7 +229,7 @@ absl::Status ExecutorPool::RefreshImpl(bool force_file_read, absl::Status* creat
   // 3. Create the new executors outside the pool's lock (files, channels).
   std::set<std::string> present, listed;
   {
-    std::lock_guard lock(mu_);
+    absl::MutexLock lock(&mu_);
     for (const auto& e : executors_) present.insert(e->endpoint.address);
   }
   std::vector<ExecutorPtr> added;
@@ -245,7 +249,7 @@ absl::Status ExecutorPool::RefreshImpl(bool force_file_read, absl::Status* creat
   // 4. Apply: drain what is no longer listed, take back what is listed
   //    again, add the new ones.
   {
-    std::lock_guard lock(mu_);
+    absl::MutexLock lock(&mu_);
     for (const auto& e : executors_) {
       const bool want = listed.count(e->endpoint.address) || keep_targets.count(e->target);
       if (want && e->draining) {
@@ -267,8 +271,8 @@ absl::Status ExecutorPool::RefreshImpl(bool force_file_read, absl::Status* creat
     }
     if (!added.empty()) recheck_ = true;
   }
-  wake_cv_.notify_all();
-  health_cv_.notify_all();
+  wake_cv_.SignalAll();
+  health_cv_.SignalAll();
   return first;
 }
 
@@ -289,18 +293,18 @@ ExecutorPool::~ExecutorPool() { Stop(); }
 
 void ExecutorPool::Start() {
   CheckNow();
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   if (health_thread_.joinable() || stopping_) return;
   health_thread_ = std::thread([this] { HealthLoop(); });
 }
 
 void ExecutorPool::Stop() {
   {
-    std::lock_guard lock(mu_);
+    absl::MutexLock lock(&mu_);
     stopping_ = true;
   }
-  wake_cv_.notify_all();
-  health_cv_.notify_all();
+  wake_cv_.SignalAll();
+  health_cv_.SignalAll();
   if (health_thread_.joinable()) health_thread_.join();
 }
 
@@ -311,17 +315,21 @@ void ExecutorPool::HealthLoop() {
   };
   Steady::time_point next_health = after(options_.health_interval_s);
   Steady::time_point next_discovery = after(options_.discovery_interval_s);
-  std::unique_lock lock(mu_);
+  mu_.Lock();
   while (!stopping_) {
     const Steady::time_point until =
         dynamic_ ? std::min(next_health, next_discovery) : next_health;
-    wake_cv_.wait_until(lock, until, [this] { return stopping_ || recheck_; });
+    while (!stopping_ && !recheck_) {
+      const auto left = until - Steady::now();
+      if (left <= left.zero()) break;
+      wake_cv_.WaitWithTimeout(&mu_, absl::FromChrono(left));
+    }
     if (stopping_) break;
     const Steady::time_point now = Steady::now();
     const bool discover = dynamic_ && now >= next_discovery;
     const bool health = recheck_ || now >= next_health;
     recheck_ = false;
-    lock.unlock();
+    mu_.Unlock();
     if (discover) {
       (void)Refresh(false);  // logs what changed and what failed
       next_discovery = after(options_.discovery_interval_s);
@@ -330,25 +338,26 @@ void ExecutorPool::HealthLoop() {
       CheckNow();
       next_health = after(options_.health_interval_s);
     }
-    lock.lock();
+    mu_.Lock();
   }
+  mu_.Unlock();
 }
 
 void ExecutorPool::CheckNow() {
   std::vector<ExecutorPtr> snapshot;
   {
-    std::lock_guard lock(mu_);
+    absl::MutexLock lock(&mu_);
     snapshot = executors_;
   }
   for (auto& e : snapshot) CheckOne(*e);
-  health_cv_.notify_all();
+  health_cv_.SignalAll();
 }
 
 void ExecutorPool::CheckOne(Executor& e) {
   auto fail = [&](const std::string& what, const grpc::Status& s) {
     std::string err = fmt::format("{}: {} ({})", what, s.error_message(),
                                   static_cast<int>(s.error_code()));
-    std::lock_guard lock(mu_);
+    absl::MutexLock lock(&mu_);
     if (e.healthy || !e.probed || e.last_error != err) {
       spdlog::warn("executor {} unhealthy: {}", e.endpoint.address, err);
     }
@@ -410,7 +419,7 @@ void ExecutorPool::CheckOne(Executor& e) {
     grpc::Status s = e.stub->ListProblems(&ctx, v1::ListProblemsRequest(), &problems);
     if (!s.ok()) return fail("ListProblems", s);
   }
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   if (!e.healthy) spdlog::info("executor {} healthy ({} problems, {} usable GPUs)",
                                e.endpoint.address, problems.problems_size(), device.usable_gpus());
   e.healthy = true;
@@ -422,7 +431,7 @@ void ExecutorPool::CheckOne(Executor& e) {
 }
 
 std::vector<v1::ExecutorStatus> ExecutorPool::List() const {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   std::vector<v1::ExecutorStatus> out;
   for (const auto& e : executors_) {
     v1::ExecutorStatus s;
@@ -441,14 +450,14 @@ std::vector<v1::ExecutorStatus> ExecutorPool::List() const {
 }
 
 std::pair<int64_t, int64_t> ExecutorPool::HealthyAndTotal() const {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   int64_t healthy = 0;
   for (const auto& e : executors_) healthy += e->healthy ? 1 : 0;
   return {healthy, static_cast<int64_t>(executors_.size())};
 }
 
 std::vector<v1::ProblemInfo> ExecutorPool::Problems() const {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   std::vector<v1::ProblemInfo> out;
   for (const auto& e : executors_) {
     if (!e->healthy || e->draining) continue;
@@ -503,7 +512,7 @@ ExecutorPool::ExecutorPtr ExecutorPool::PickLocked(v1::Backend backend,
 }
 
 absl::Status ExecutorPool::CheckRunnable(const v1::JobSpec& spec) const {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   bool any_healthy = false, problem_known = false, backend_ok = false, size_ok = false;
   for (const auto& e : executors_) {
     if (!e->healthy || e->draining) continue;
@@ -551,7 +560,7 @@ absl::StatusOr<v1::ProblemInfo> ExecutorPool::DescribeProblem(const v1::JobSpec&
   while (true) {
     ExecutorPtr picked;
     {
-      std::lock_guard lock(mu_);
+      absl::MutexLock lock(&mu_);
       picked = PickLocked(spec.backend(), spec.problem(), spec.world_size(), tried);
     }
     if (!picked) return last;
@@ -584,7 +593,7 @@ absl::StatusOr<v1::ProblemInfo> ExecutorPool::DescribeProblem(const v1::JobSpec&
 }
 
 absl::StatusOr<v1::DeviceInfo> ExecutorPool::DeviceFor(const v1::JobSpec& spec) const {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   ExecutorPtr e = PickLocked(spec.backend(), spec.problem(), spec.world_size(), {});
   if (!e) return absl::UnavailableError("no healthy executor can run the job");
   return e->device;
@@ -619,7 +628,7 @@ absl::StatusOr<ExecutorPool::ExecutorPtr> ExecutorPool::WaitForExecutor(
   bool reported = false;
   ExecutorPtr i;
   absl::Status gave_up;
-  std::unique_lock lock(mu_);
+  mu_.Lock();
   while (true) {
     i = PickLocked(backend, problem, world_size, tried);
     // An executor tried before is taken again once it is healthy again (a
@@ -643,16 +652,16 @@ absl::StatusOr<ExecutorPool::ExecutorPtr> ExecutorPool::WaitForExecutor(
     if (!reported && observer != nullptr) {
       const std::string why = NoExecutorReasonLocked(backend, problem, world_size);
       reported = true;
-      lock.unlock();
+      mu_.Unlock();
       observer->WaitStarted(why);
-      lock.lock();
+      mu_.Lock();
       continue;
     }
     recheck_ = true;
-    wake_cv_.notify_all();
+    wake_cv_.SignalAll();
     // Woken by each finished health round; the timeout bounds how late a
     // cancellation is noticed.
-    health_cv_.wait_for(lock, std::chrono::milliseconds(50));
+    health_cv_.WaitWithTimeout(&mu_, absl::Milliseconds(50));
   }
   std::string address;
   if (i) {
@@ -662,7 +671,7 @@ absl::StatusOr<ExecutorPool::ExecutorPtr> ExecutorPool::WaitForExecutor(
       ++round_robin_;
     }
   }
-  lock.unlock();
+  mu_.Unlock();
   if (reported) observer->WaitEnded(address);
   if (!i) return gave_up;
   return i;
@@ -721,7 +730,7 @@ absl::StatusOr<agent::EvaluationOutcome> ExecutorPool::Evaluate(
     }
     cancel.RemoveCallback(cb);
     {
-      std::lock_guard lock(mu_);
+      absl::MutexLock lock(&mu_);
       --e.in_flight;
       if (result) ++e.completed;
       // A drained executor leaves once its last evaluation is back.
@@ -745,12 +754,12 @@ absl::StatusOr<agent::EvaluationOutcome> ExecutorPool::Evaluate(
                  attempt < options_.evaluation_retries ? "retrying on another executor"
                                                        : "giving up");
     {
-      std::lock_guard lock(mu_);
+      absl::MutexLock lock(&mu_);
       e.healthy = false;
       e.last_error = std::string(last_error.message());
       recheck_ = true;
     }
-    wake_cv_.notify_all();
+    wake_cv_.SignalAll();
     if (!absl::IsUnavailable(last_error)) {
       last_error = absl::UnavailableError(last_error.message());
     }

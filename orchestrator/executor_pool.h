@@ -42,14 +42,14 @@
 // calling (agent) thread and is called concurrently by many jobs.
 #pragma once
 
-#include <condition_variable>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "agent/evaluator.h"
 #include "common/clock.h"
 #include "orchestrator/config.h"
@@ -151,14 +151,15 @@ class ExecutorPool final : public agent::Evaluator {
   void HealthLoop();
   absl::Status RefreshImpl(bool force_file_read, absl::Status* create_error);
   absl::StatusOr<ExecutorPtr> MakeExecutor(const Wanted& w) const;
-  // Removes drained executors with nothing in flight. Caller holds mu_.
-  void ReapDrainedLocked();
+  // Removes drained executors with nothing in flight.
+  void ReapDrainedLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The best executor for (backend, problem, world size) that is not in
-  // `exclude`, or null. Caller holds mu_.
+  // `exclude`, or null.
   ExecutorPtr PickLocked(v1::Backend backend, const std::string& problem, int32_t world_size,
-                         const std::vector<ExecutorPtr>& exclude) const;
+                         const std::vector<ExecutorPtr>& exclude) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool CanRunLocked(const Executor& e, v1::Backend backend, const std::string& problem,
-                    int32_t world_size) const;
+                    int32_t world_size) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Waits (see Dispatch) for an executor for (backend, problem, world size),
   // preferring those not in `tried`; returns it with in_flight counted when
   // `reserve`, or the reason it gave up.
@@ -169,26 +170,30 @@ class ExecutorPool final : public agent::Evaluator {
                                               WaitObserver* observer, bool reserve);
   // Why no executor can run the configuration now (for waits and errors).
   std::string NoExecutorReasonLocked(v1::Backend backend, const std::string& problem,
-                                     int32_t world_size) const;
+                                     int32_t world_size) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   Options options_;
   std::string default_token_;
   bool dynamic_ = false;  // some dns target or an executors file: refresh periodically
 
   // Serialises Refresh (health thread, SIGHUP, tests); guards the file state.
-  std::mutex refresh_mu_;
-  std::vector<std::string> file_targets_;
-  int64_t file_mtime_ns_ = -1, file_size_ = -1;
-  std::vector<std::string> resolve_errors_;  // last round's, to log each change once
+  absl::Mutex refresh_mu_ ABSL_ACQUIRED_BEFORE(mu_);
+  std::vector<std::string> file_targets_ ABSL_GUARDED_BY(refresh_mu_);
+  int64_t file_mtime_ns_ ABSL_GUARDED_BY(refresh_mu_) = -1;
+  int64_t file_size_ ABSL_GUARDED_BY(refresh_mu_) = -1;
+  // Last round's, to log each change once.
+  std::vector<std::string> resolve_errors_ ABSL_GUARDED_BY(refresh_mu_);
 
-  mutable std::mutex mu_;  // guards executors_, the mutable state of every Executor and below
+  // Also guards the mutable state of every Executor (health, load, drained:
+  // executor_pool.cc says which fields), which the analysis cannot name.
+  mutable absl::Mutex mu_;
   // Shared: an evaluation keeps its executor alive after it is removed.
-  std::vector<ExecutorPtr> executors_;
-  std::condition_variable health_cv_;   // health rounds finished / stop
-  std::condition_variable wake_cv_;     // wakes the health loop early
-  bool stopping_ = false;
-  bool recheck_ = false;
-  uint64_t round_robin_ = 0;
+  std::vector<ExecutorPtr> executors_ ABSL_GUARDED_BY(mu_);
+  absl::CondVar health_cv_;  // health rounds finished / stop (with mu_)
+  absl::CondVar wake_cv_;    // wakes the health loop early (with mu_)
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  bool recheck_ ABSL_GUARDED_BY(mu_) = false;
+  uint64_t round_robin_ ABSL_GUARDED_BY(mu_) = 0;
   std::thread health_thread_;
 };
 

@@ -1,38 +1,21 @@
 #include "orchestrator/orchestrator.h"
 
-#include <grpcpp/ext/proto_server_reflection_plugin.h>
-#include <grpcpp/health_check_service_interface.h>
-#include <grpcpp/security/server_credentials.h>
-#include <grpcpp/server_builder.h>
-
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include "common/logging.h"
+#include "common/net.h"
 #include "common/status.h"
 #include "fmt/format.h"
 #include "spdlog/spdlog.h"
 
 namespace pkforge::orchestrator {
-namespace {
-
-absl::StatusOr<std::string> ReadWhole(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(fmt::format("cannot read {}", path));
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-}  // namespace
 
 absl::StatusOr<std::unique_ptr<Orchestrator>> Orchestrator::Start(
     const OrchestratorConfig& config, std::shared_ptr<Resolver> resolver) {
   RETURN_IF_ERROR(ValidateConfig(config));
   std::string token;
   if (!config.token_file.empty()) {
-    ASSIGN_OR_RETURN(token, ReadSecretFile(config.token_file));
+    ASSIGN_OR_RETURN(token, ReadTokenFile(config.token_file, TokenRole::kRequire, "token_file"));
     RegisterSecret(token);
   } else if (!IsLoopbackAddress(config.listen)) {
     return absl::FailedPreconditionError(fmt::format(
@@ -104,33 +87,20 @@ absl::StatusOr<std::unique_ptr<Orchestrator>> Orchestrator::Start(
       so, OrchestratorService::Deps{o->store_.get(), o->log_.get(), o->jobs_.get(),
                                     o->pool_.get(), &o->metrics_, o->auth_.get()});
 
-  std::shared_ptr<grpc::ServerCredentials> creds = grpc::InsecureServerCredentials();
-  if (!config.tls_cert.empty()) {
-    grpc::SslServerCredentialsOptions ssl;
-    ASSIGN_OR_RETURN(std::string cert, ReadWhole(config.tls_cert));
-    ASSIGN_OR_RETURN(std::string key, ReadWhole(config.tls_key));
-    ssl.pem_key_cert_pairs.push_back({key, cert});
-    creds = grpc::SslServerCredentials(ssl);
-  }
-  grpc::EnableDefaultHealthCheckService(true);
-  // Server reflection (grpcurl-style tools list and describe the API); like
-  // the health service it is not behind the token: it only tells the public
-  // proto/ schema.
-  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
-  grpc::ServerBuilder builder;
-  builder.AddListeningPort(config.listen, creds, &o->port_);
-  builder.RegisterService(o->service_.get());
-  o->server_ = builder.BuildAndStart();
-  if (!o->server_ || o->port_ == 0) {
+  rpc::ServerOptions ro;
+  ro.listen = config.listen;
+  ro.tls_cert_file = config.tls_cert;
+  ro.tls_key_file = config.tls_key;
+  ro.services = {o->service_.get()};
+  ro.metrics_listen = config.metrics_listen;
+  ro.metrics = &o->metrics_.registry();
+  auto server = rpc::GrpcServer::Start(ro);
+  if (!server.ok()) {
     o->jobs_->Shutdown("startup failed", 5);
-    return absl::UnavailableError(fmt::format("cannot listen on {}", config.listen));
+    return server.status();
   }
-  if (auto* health = o->server_->GetHealthCheckService()) health->SetServingStatus(true);
-
-  if (!config.metrics_listen.empty()) {
-    ASSIGN_OR_RETURN(o->metrics_http_, pkforge::MetricsHttpServer::Start(config.metrics_listen,
-                                                                         &o->metrics_.registry()));
-  }
+  o->server_ = *std::move(server);
+  o->port_ = o->server_->port();
   spdlog::info("pkforge-orchestrator listening on {} (port {}, {}{}), database {}, {} executor(s)",
                config.listen, o->port_, o->auth_->enabled() ? "bearer token" : "no auth",
                config.tls_cert.empty() ? "" : ", TLS", config.db,
@@ -143,28 +113,19 @@ absl::Status Orchestrator::ReloadExecutors() {
   return pool_->Refresh(true);
 }
 
-std::string Orchestrator::address() const {
-  auto colon = config_.listen.rfind(':');
-  return fmt::format("{}:{}", config_.listen.substr(0, colon), port_);
-}
+std::string Orchestrator::address() const { return server_ ? server_->address() : ""; }
 
 void Orchestrator::Shutdown(const std::string& reason) {
   if (shut_down_) return;
   shut_down_ = true;
   spdlog::info("shutting down ({})", reason);
-  if (server_) {
-    if (auto* health = server_->GetHealthCheckService()) health->SetServingStatus(false);
-  }
+  if (server_) server_->BeginShutdown();
   // Jobs first, while watchers are still connected, so they get the
   // terminal events; then the server (cancelling what is left after 2 s).
   if (jobs_) jobs_->Shutdown(reason, config_.shutdown_grace_s);
-  if (server_) {
-    server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
-    server_->Wait();
-  }
+  if (server_) server_->Stop(std::chrono::system_clock::now() + std::chrono::seconds(2));
   if (service_) service_->Shutdown();
   if (pool_) pool_->Stop();
-  metrics_http_.reset();
 }
 
 Orchestrator::~Orchestrator() {

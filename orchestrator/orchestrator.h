@@ -15,8 +15,6 @@
 // Threading: Start/Shutdown from one thread; accessors are thread-safe.
 #pragma once
 
-#include <grpcpp/server.h>
-
 #include <memory>
 #include <string>
 
@@ -28,6 +26,7 @@
 #include "orchestrator/job_manager.h"
 #include "orchestrator/metrics.h"
 #include "orchestrator/service.h"
+#include "rpc/server.h"
 #include "storage/store.h"
 
 namespace pkforge::orchestrator {
@@ -46,7 +45,7 @@ class Orchestrator {
   absl::Status ReloadExecutors();
 
   int port() const { return port_; }
-  int metrics_port() const { return metrics_http_ ? metrics_http_->port() : 0; }
+  int metrics_port() const { return server_ ? server_->metrics_port() : 0; }
   std::string address() const;  // host:port actually bound
   JobManager* jobs() { return jobs_.get(); }
   ExecutorPool* executors() { return pool_.get(); }
@@ -64,8 +63,7 @@ class Orchestrator {
   std::unique_ptr<JobManager> jobs_;
   std::unique_ptr<Authenticator> auth_;
   std::unique_ptr<OrchestratorService> service_;
-  std::unique_ptr<grpc::Server> server_;
-  std::unique_ptr<pkforge::MetricsHttpServer> metrics_http_;
+  std::unique_ptr<rpc::GrpcServer> server_;  // health, reflection, metrics endpoint
   int port_ = 0;
   bool shut_down_ = false;
 };

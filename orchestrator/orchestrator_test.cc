@@ -480,6 +480,56 @@ TEST(OrchestratorSecurityTest, NonLoopbackNeedsATokenAndTheTokenIsEnforced) {
   std::filesystem::remove_all(dir);
 }
 
+// The orchestrator reads its token file like the executor does
+// (common/net.h ReadTokenFile): a token it requires is at least 16
+// characters, and a two-line file is refused instead of becoming a token no
+// client can send. Before, any non-empty text was accepted.
+// A config listening on `listen` with its database in `dir` and one executor.
+OrchestratorConfig ConfigWith(const std::string& listen, const std::string& dir,
+                              const FakeExecutor& exec) {
+  OrchestratorConfig c;
+  c.listen = listen;
+  c.db = dir + "/traj.db";
+  c.executors.push_back(ExecutorEndpoint{.address = exec.address()});
+  return c;
+}
+
+TEST(OrchestratorSecurityTest, ShortOrMultiLineTokenFilesAreRefusedAtStart) {
+  std::string dir = testing::MakeTempDir("orch_tok");
+  auto exec = FakeExecutor::Start({});
+  ASSERT_TRUE(exec.ok());
+  OrchestratorConfig c = ConfigWith("0.0.0.0:0", dir, **exec);
+  for (const char* text : {"abc\n", "orch-token-abcdef123456\nsecond line\n"}) {
+    std::ofstream(dir + "/token") << text;
+    c.token_file = dir + "/token";
+    auto o = Orchestrator::Start(c);
+    ASSERT_FALSE(o.ok()) << text;
+    EXPECT_EQ(o.status().code(), absl::StatusCode::kInvalidArgument) << o.status();
+    EXPECT_THAT(std::string(o.status().message()), HasSubstr("token_file " + dir + "/token: "));
+  }
+  std::filesystem::remove_all(dir);
+}
+
+// A certificate that is not PEM is named at start (the shared rpc/ shell
+// checks the files); before, gRPC failed to build the server and the
+// orchestrator said only "cannot listen on 127.0.0.1:0".
+TEST(OrchestratorSecurityTest, NonPemCertificateIsNamedAtStart) {
+  std::string dir = testing::MakeTempDir("orch_pem");
+  auto exec = FakeExecutor::Start({});
+  ASSERT_TRUE(exec.ok());
+  OrchestratorConfig c = ConfigWith("127.0.0.1:0", dir, **exec);
+  std::ofstream(dir + "/cert.pem") << "not a certificate\n";
+  std::ofstream(dir + "/key.pem") << "not a key\n";
+  c.tls_cert = dir + "/cert.pem";
+  c.tls_key = dir + "/key.pem";
+  auto o = Orchestrator::Start(c);
+  ASSERT_FALSE(o.ok());
+  EXPECT_EQ(o.status().code(), absl::StatusCode::kInvalidArgument) << o.status();
+  EXPECT_THAT(std::string(o.status().message()),
+              HasSubstr("tls_cert " + dir + "/cert.pem: not a PEM certificate"));
+  std::filesystem::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace pkforge::orchestrator
 

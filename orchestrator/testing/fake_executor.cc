@@ -1,9 +1,5 @@
 #include "orchestrator/testing/fake_executor.h"
 
-#include <grpcpp/health_check_service_interface.h>
-#include <grpcpp/security/server_credentials.h>
-#include <grpcpp/server_builder.h>
-
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -206,25 +202,20 @@ class FakeExecutor::Service final : public v1::Executor::Service {
 absl::StatusOr<std::unique_ptr<FakeExecutor>> FakeExecutor::Start(FakeExecutorOptions options) {
   std::unique_ptr<FakeExecutor> f(new FakeExecutor());
   const std::string listen = options.listen;
-  std::shared_ptr<grpc::ServerCredentials> creds = grpc::InsecureServerCredentials();
-  if (!options.tls_cert.empty()) {
-    auto read = [](const std::string& path) {
-      std::ifstream in(path);
-      return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-    };
-    grpc::SslServerCredentialsOptions ssl;
-    ssl.pem_key_cert_pairs.push_back({read(options.tls_key), read(options.tls_cert)});
-    creds = grpc::SslServerCredentials(ssl);
-  }
+  rpc::ServerOptions so;
+  so.listen = listen;
+  so.tls_cert_file = options.tls_cert;
+  so.tls_key_file = options.tls_key;
+  so.reflection = false;
   f->service_ = std::make_unique<Service>(std::move(options));
-  grpc::EnableDefaultHealthCheckService(true);
-  grpc::ServerBuilder b;
-  b.AddListeningPort(listen, creds, &f->port_);
-  b.RegisterService(f->service_.get());
-  f->server_ = b.BuildAndStart();
-  if (!f->server_ || f->port_ == 0) {
-    return absl::UnavailableError(fmt::format("fake executor cannot listen on {}", listen));
+  so.services = {f->service_.get()};
+  auto server = rpc::GrpcServer::Start(so);
+  if (!server.ok()) {
+    return absl::Status(server.status().code(),
+                        fmt::format("fake executor: {}", std::string(server.status().message())));
   }
+  f->server_ = *std::move(server);
+  f->port_ = f->server_->port();
   return f;
 }
 
@@ -232,8 +223,7 @@ FakeExecutor::~FakeExecutor() { Shutdown(); }
 
 void FakeExecutor::Shutdown() {
   if (server_) {
-    server_->Shutdown(std::chrono::system_clock::now() + std::chrono::milliseconds(200));
-    server_->Wait();
+    server_->Stop(std::chrono::system_clock::now() + std::chrono::milliseconds(200));
     server_.reset();
   }
 }

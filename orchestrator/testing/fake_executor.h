@@ -25,6 +25,7 @@
 
 #include "absl/status/statusor.h"
 #include "pkforge/v1/executor.grpc.pb.h"
+#include "rpc/server.h"
 
 namespace pkforge::orchestrator::testing {
 
@@ -64,7 +65,7 @@ class FakeExecutor {
   class Service;
   FakeExecutor() = default;
   std::unique_ptr<Service> service_;
-  std::unique_ptr<grpc::Server> server_;
+  std::unique_ptr<rpc::GrpcServer> server_;
   int port_ = 0;
 };
 
