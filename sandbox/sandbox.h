@@ -52,6 +52,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -215,6 +216,10 @@ class SandboxProcess {
   struct State;
   explicit SandboxProcess(std::unique_ptr<State> state);
   void KillTreeLocked();
+  // Wait's second half: accounting and what the end of the run means.
+  absl::StatusOr<SandboxResult> Conclude(SandboxResult result,
+                                         std::optional<int64_t> exit_code_doc,
+                                         const absl::Status& stuck);
 
   std::unique_ptr<State> state_;
   pid_t pid_ = -1;

@@ -83,6 +83,9 @@ int Fail(int code, std::string_view message) {
 
 }  // namespace
 
+// Long (~175 lines) because it is mostly the flat list of flags, each mapped
+// onto one SandboxPolicy field next to its help text; the run itself is a
+// dozen lines at the end.
 int main(int argc, char** argv) {
   CliConfig cfg;
   CLI::App app{"Run COMMAND inside the pkforge sandbox (see sandbox/README.md)."};
