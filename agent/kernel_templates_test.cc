@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "agent/agent.h"
+#include "agent/kernel_templates_text.h"
 #include "agent/testing/recording_sink.h"
 #include "common/ids.h"
 #include "fmt/format.h"
@@ -105,6 +106,45 @@ TEST(KernelTemplates, SpacesAreNonEmptyDistinctAndGenerate) {
   k = SearchSpace("allreduce", v1::BACKEND_CUDA)[0];
   k.vec_bytes = 3;
   EXPECT_FALSE(GenerateKernel("allreduce", v1::BACKEND_CUDA, k).ok());
+}
+
+// The templates are files under agent/templates/ (README.md there), embedded
+// at build time: every file there is embedded (a file left out of
+// PKFORGE_KERNEL_TEMPLATES would silently never be used), and the embedded
+// text is the file's.
+TEST(KernelTemplates, EveryTemplateFileIsEmbeddedAsItIs) {
+  const fs::path root = PKFORGE_TEMPLATES_DIR;
+  std::set<std::string> on_disk, embedded;
+  for (const auto& e : fs::recursive_directory_iterator(root)) {
+    const std::string ext = e.path().extension().string();
+    if (e.is_regular_file() && (ext == ".cu" || ext == ".cuh" || ext == ".cc" || ext == ".h")) {
+      on_disk.insert(fs::relative(e.path(), root).string());
+    }
+  }
+  for (const KernelTemplateFile& f : kKernelTemplateFiles) {
+    embedded.insert(std::string(f.name));
+    std::ifstream in(root / std::string(f.name), std::ios::binary);
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    EXPECT_EQ(text, f.text) << f.name;
+  }
+  EXPECT_EQ(on_disk, embedded);
+}
+
+// The preludes are complete headers: compiled on their own, as code (the
+// variants and bodies are compiled in every instantiation below).
+TEST(KernelTemplates, PreludesCompileOnTheirOwn) {
+  const fs::path root = PKFORGE_TEMPLATES_DIR;
+  CmdResult host = Sh(fmt::format(
+      "{} -std=c++20 -fsyntax-only -Wall -Wextra -Werror -x c++ -I{} {}", PKFORGE_CXX,
+      PKFORGE_KERNELS_INCLUDE, (root / "host_prelude.h").string()));
+  EXPECT_EQ(host.code, 0) << host.out;
+  const std::string nvcc = NvccPath();
+  if (nvcc.empty()) GTEST_SKIP() << "nvcc not found: the cuda prelude is checked where it is";
+  TempDir dir;
+  CmdResult cuda = Sh(fmt::format("{} -std=c++17 -x cu -c -I{} {} -o {}", nvcc,
+                                  PKFORGE_KERNELS_INCLUDE, (root / "cuda_prelude.cuh").string(),
+                                  (dir.path() / "prelude.o").string()));
+  EXPECT_EQ(cuda.code, 0) << cuda.out;
 }
 
 // ------------------------------------------------------ host harness ----

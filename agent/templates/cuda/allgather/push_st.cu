@@ -1,0 +1,25 @@
+  const long long n = nin;
+  if (nout != (long long)w * n) return kBadArgs;
+  const long long slot = ChunkElems<D>(MinLL(kChunkBytes, (long long)ctx->scratch_bytes / w));
+  if (slot <= 0) return kNoScratch;
+  for (long long off = 0; off < n; off += slot) {
+    const long long m = MinLL(slot, n - off);
+    Segs segs;
+    for (int i = 0; i < w; ++i) {  // peer stores into every rank's slot r
+      const int d = (r + i) % w;
+      segs.src[i] = Off(xv, off * es);
+      segs.dst[i] = Off(ctx->peer_scratch[d], (long long)r * slot * es);
+      segs.bytes[i] = m * es;
+    }
+    rc = LaunchCopy(segs, w, m * es, kVecBytes, kThreads, kBlocks, ctx->num_sms, st);
+    if (rc != kOk) return rc;
+    if ((rc = Barrier(ctx, st)) != kOk) return rc;
+    for (int s = 0; s < w; ++s) {
+      segs.src[s] = Off(ctx->peer_scratch[r], (long long)s * slot * es);
+      segs.dst[s] = Off(yv, ((long long)s * n + off) * es);
+      segs.bytes[s] = m * es;
+    }
+    rc = LaunchCopy(segs, w, m * es, kVecBytes, kThreads, kBlocks, ctx->num_sms, st);
+    if (rc != kOk) return rc;
+    if ((rc = Barrier(ctx, st)) != kOk) return rc;
+  }

@@ -1,0 +1,19 @@
+  const long long n = nin;
+  if (nout != n) return kBadArgs;
+  const long long slot = ChunkElems<D>(MinLL(kChunkBytes, (long long)ctx->scratch_bytes / w));
+  if (slot <= 0) return kNoScratch;
+  for (long long off = 0; off < n; off += slot) {
+    const long long m = MinLL(slot, n - off);
+    for (int i = 0; i < w; ++i) {  // copy engine pushes x into every rank's slot r
+      const int d = (r + i) % w;
+      if (cudaMemcpyAsync(Off(ctx->peer_scratch[d], (long long)r * slot * es), Off(xv, off * es),
+                          m * es, cudaMemcpyDefault, st) != cudaSuccess) return kCuda;
+    }
+    if ((rc = Barrier(ctx, st)) != kOk) return rc;
+    Ptrs src;
+    for (int s = 0; s < w; ++s) src.p[s] = Off(ctx->peer_scratch[r], (long long)s * slot * es);
+    rc = LaunchReduce<D>(src, w, Off(yv, off * es), nullptr, m, kVecBytes, kThreads, kBlocks,
+                         ctx->num_sms, st);
+    if (rc != kOk) return rc;
+    if ((rc = Barrier(ctx, st)) != kOk) return rc;
+  }

@@ -1,0 +1,16 @@
+  const long long n = nin;
+  if (nout != (long long)w * n) return kBadArgs;
+  const long long slot = ChunkElems<D>(MinLL(kChunkBytes, (long long)ctx->scratch_bytes / w));
+  if (slot <= 0) return kNoScratch;
+  for (long long off = 0; off < n; off += slot) {
+    const long long m = MinLL(slot, n - off);
+    for (int i = 0; i < w; ++i) {
+      const int d = (r + i) % w;
+      memcpy(static_cast<S*>(ctx->peer_scratch[d]) + (long long)r * slot, x + off, (size_t)(m * es));
+    }
+    if ((rc = HostBarrier(ctx)) != kOk) return rc;
+    for (int s = 0; s < w; ++s) {
+      memcpy(y + (long long)s * n + off, mine + (long long)s * slot, (size_t)(m * es));
+    }
+    if ((rc = HostBarrier(ctx)) != kOk) return rc;
+  }
