@@ -5,6 +5,8 @@
 #include <utility>
 #include <vector>
 
+#include "absl/time/time.h"
+
 namespace pkforge::agent {
 
 CancelToken::CancelToken(const Clock* clock) : clock_(clock) {}
@@ -18,44 +20,42 @@ CancelToken::CancelToken(const CancelToken* parent) : clock_(parent->clock_), pa
 CancelToken::~CancelToken() {
   if (parent_ != nullptr) parent_->RemoveCallback(parent_callback_);
   // Our own callbacks must not be running while members are destroyed.
-  std::unique_lock<std::mutex> lock(mu_);
-  cv_.wait(lock, [this] {
-    return !running_callbacks_ || callbacks_thread_ == std::this_thread::get_id();
-  });
+  absl::MutexLock lock(&mu_);
+  while (running_callbacks_ && callbacks_thread_ != std::this_thread::get_id()) cv_.Wait(&mu_);
 }
 
 void CancelToken::Cancel(absl::Status reason) {
   if (reason.ok()) reason = absl::CancelledError("cancelled");
   std::map<CallbackId, std::function<void()>> to_run;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     if (!reason_.ok()) return;
     reason_ = std::move(reason);
     to_run.swap(callbacks_);
     running_callbacks_ = true;
     callbacks_thread_ = std::this_thread::get_id();
   }
-  cv_.notify_all();  // wake SleepFor() waiters
+  cv_.SignalAll();  // wake SleepFor() waiters
   for (auto& [id, fn] : to_run) fn();
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     running_callbacks_ = false;
   }
-  cv_.notify_all();  // wake RemoveCallback() waiters
+  cv_.SignalAll();  // wake RemoveCallback() waiters
 }
 
 void CancelToken::SetDeadline(int64_t deadline_mono_us) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     deadline_mono_us_ = std::min(deadline_mono_us_, deadline_mono_us);
   }
-  cv_.notify_all();  // sleepers recompute their wake-up time
+  cv_.SignalAll();  // sleepers recompute their wake-up time
 }
 
 int64_t CancelToken::deadline_mono_us() const {
   int64_t own;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     own = deadline_mono_us_;
   }
   return parent_ ? std::min(own, parent_->deadline_mono_us()) : own;
@@ -69,7 +69,7 @@ int64_t CancelToken::RemainingMicros() const {
 
 absl::Status CancelToken::ExplicitStatus() const {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     if (!reason_.ok()) return reason_;
   }
   return parent_ ? parent_->ExplicitStatus() : absl::OkStatus();
@@ -90,12 +90,12 @@ absl::Status CancelToken::SleepFor(int64_t micros) const {
   // Parent cancellation reaches us through the parent callback, which calls
   // our Cancel() and notifies cv_. Deadlines are re-read after each wake-up
   // (SetDeadline notifies too).
-  std::unique_lock<std::mutex> lock(mu_);
+  mu_.Lock();
   while (true) {
     if (!reason_.ok()) break;
-    lock.unlock();
+    mu_.Unlock();  // RemainingMicros asks the parent, which takes its own lock
     const int64_t remaining = RemainingMicros();
-    lock.lock();
+    mu_.Lock();
     if (remaining <= 0) break;
     auto wake = until;
     if (remaining != kNoDeadline) {
@@ -106,15 +106,15 @@ absl::Status CancelToken::SleepFor(int64_t micros) const {
     // Bounded waits: a FakeClock deadline only moves when a test advances it.
     const auto step =
         std::min(wake, std::chrono::steady_clock::now() + std::chrono::milliseconds(50));
-    cv_.wait_until(lock, step);
+    cv_.WaitWithTimeout(&mu_, absl::FromChrono(step - std::chrono::steady_clock::now()));
   }
-  lock.unlock();
+  mu_.Unlock();
   return status();
 }
 
 CancelToken::CallbackId CancelToken::AddCallback(std::function<void()> fn) const {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     if (reason_.ok()) {
       const CallbackId id = next_callback_++;
       callbacks_.emplace(id, std::move(fn));
@@ -126,13 +126,11 @@ CancelToken::CallbackId CancelToken::AddCallback(std::function<void()> fn) const
 }
 
 void CancelToken::RemoveCallback(CallbackId id) const {
-  std::unique_lock<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   if (callbacks_.erase(id) > 0) return;
   // Possibly running right now on the cancelling thread: wait for it (unless
   // we are that thread, i.e. a callback removing itself or a sibling).
-  cv_.wait(lock, [this] {
-    return !running_callbacks_ || callbacks_thread_ == std::this_thread::get_id();
-  });
+  while (running_callbacks_ && callbacks_thread_ != std::this_thread::get_id()) cv_.Wait(&mu_);
 }
 
 }  // namespace pkforge::agent

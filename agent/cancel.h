@@ -14,7 +14,7 @@
 //   cancelling thread, or at once if already cancelled). Deadlines do not fire
 //   callbacks: code that blocks propagates RemainingMicros() as its own timeout
 //   (curl, gRPC deadlines) and polls, so no timer thread is needed per job.
-// - SleepFor() waits in real time (std::condition_variable) even when the
+// - SleepFor() waits in real time (a condition variable) even when the
 //   Clock is a FakeClock; it returns early on Cancel() and at the deadline.
 //
 // Threading: every method is safe from any thread. RemoveCallback() returns
@@ -22,14 +22,14 @@
 // captures may be destroyed afterwards.
 #pragma once
 
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <map>
-#include <mutex>
 #include <thread>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
 #include "common/clock.h"
 
 namespace pkforge::agent {
@@ -79,14 +79,14 @@ class CancelToken {
   const CancelToken* parent_ = nullptr;
   CallbackId parent_callback_ = 0;
 
-  mutable std::mutex mu_;
-  mutable std::condition_variable cv_;
-  absl::Status reason_;  // OK until cancelled
-  int64_t deadline_mono_us_ = kNoDeadline;
-  mutable std::map<CallbackId, std::function<void()>> callbacks_;
-  mutable CallbackId next_callback_ = 1;
-  mutable bool running_callbacks_ = false;
-  mutable std::thread::id callbacks_thread_;
+  mutable absl::Mutex mu_;
+  mutable absl::CondVar cv_;  // cancelled, deadline moved, callbacks done (with mu_)
+  absl::Status reason_ ABSL_GUARDED_BY(mu_);  // OK until cancelled
+  int64_t deadline_mono_us_ ABSL_GUARDED_BY(mu_) = kNoDeadline;
+  mutable std::map<CallbackId, std::function<void()>> callbacks_ ABSL_GUARDED_BY(mu_);
+  mutable CallbackId next_callback_ ABSL_GUARDED_BY(mu_) = 1;
+  mutable bool running_callbacks_ ABSL_GUARDED_BY(mu_) = false;
+  mutable std::thread::id callbacks_thread_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace pkforge::agent

@@ -162,7 +162,7 @@ absl::Status CompileCache::LockKey(const std::string& key, const std::atomic<boo
 }
 
 CompileCache::Stats CompileCache::stats() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return stats_;
 }
 
@@ -312,7 +312,7 @@ absl::Status CompileCache::ScanAndEvict(const std::string& keep) {
     ++evicted;
     spdlog::debug("compiler: evicted {} ({} bytes)", key, items[key].bytes);
   }
-  std::lock_guard<std::mutex> guard(mu_);
+  absl::MutexLock guard(&mu_);
   stats_.evictions += evicted;
   stats_.bytes = total;
   stats_.entries = entries;

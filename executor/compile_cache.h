@@ -35,7 +35,9 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 
 namespace pkforge::executor {
 
@@ -131,8 +133,8 @@ class CompileCache {
   const std::string dir_;
   const int64_t max_bytes_;
   const int64_t max_artifact_bytes_;
-  mutable std::mutex mu_;
-  Stats stats_;  // guarded by mu_
+  mutable absl::Mutex mu_;
+  Stats stats_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace pkforge::executor

@@ -16,6 +16,7 @@
 #include <utility>
 
 #include "absl/strings/match.h"
+#include "absl/time/time.h"
 #include "common/sha256.h"
 #include "common/status.h"
 #include "executor/compile_flags.h"
@@ -295,7 +296,7 @@ std::string Compiler::CompilerVersion(v1::Backend backend) const {
 Compiler::Stats Compiler::stats() const {
   Stats s;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     s = stats_;
   }
   const CompileCache::Stats c = cache_.stats();
@@ -404,7 +405,7 @@ absl::StatusOr<Compiler::Produced> Compiler::RunCompiler(const CompileRequest& r
   std::tie(entry->output, entry->output_truncated) =
       TrimOutput(raw, total, r.stderr_truncated || r.stdout_truncated, config_.max_output_bytes);
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     ++stats_.compiles;
     if (!entry->ok) ++stats_.failures;
   }
@@ -437,7 +438,7 @@ absl::StatusOr<Compiler::Produced> Compiler::Lead(const CompileRequest& request,
     cache_.Remove(key);  // we hold the key: nobody is writing it
   }
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     ++stats_.misses;
   }
   on_start(false);
@@ -503,7 +504,7 @@ absl::StatusOr<CompileOutcome> Compiler::Compile(const CompileRequest& request,
     if (auto hit = cache_.Lookup(key, &damage)) {
       cache_.Touch(key);
       {
-        std::lock_guard<std::mutex> lock(mu_);
+        absl::MutexLock lock(&mu_);
         ++stats_.hits;
       }
       start_once(true);
@@ -512,7 +513,7 @@ absl::StatusOr<CompileOutcome> Compiler::Compile(const CompileRequest& request,
     std::shared_ptr<Flight> flight;
     bool leader = false;
     {
-      std::unique_lock<std::mutex> lock(mu_);
+      absl::MutexLock lock(&mu_);
       auto it = flights_.find(key);
       if (it == flights_.end()) {
         flight = std::make_shared<Flight>();
@@ -522,7 +523,7 @@ absl::StatusOr<CompileOutcome> Compiler::Compile(const CompileRequest& request,
         flight = it->second;
         // Timed waits: our own cancel flag is polled, not signalled.
         while (!flight->done && !IsCancelled(cancel)) {
-          flight_done_.wait_for(lock, kPollInterval * 4);
+          flight_done_.WaitWithTimeout(&mu_, absl::FromChrono(kPollInterval * 4));
         }
         if (!flight->done) return CancelledError();
       }
@@ -533,7 +534,7 @@ absl::StatusOr<CompileOutcome> Compiler::Compile(const CompileRequest& request,
       if (!r.ok() && absl::IsCancelled(r.status())) continue;
       if (!r.ok()) return r.status();
       {
-        std::lock_guard<std::mutex> lock(mu_);
+        absl::MutexLock lock(&mu_);
         ++stats_.joined;
       }
       start_once(true);
@@ -543,13 +544,13 @@ absl::StatusOr<CompileOutcome> Compiler::Compile(const CompileRequest& request,
     }
     absl::StatusOr<Produced> produced = Lead(request, key, args, cancel, start_once);
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      absl::MutexLock lock(&mu_);
       flight->result = produced;
       flight->done = true;
       flights_.erase(key);
       if (produced.ok() && produced->from_cache) ++stats_.hits;
     }
-    flight_done_.notify_all();
+    flight_done_.SignalAll();
     if (!produced.ok()) return produced.status();
     return Finish(*produced->entry, key, produced->from_cache, dest_dir);
   }

@@ -68,7 +68,9 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "executor/compile_cache.h"
 #include "pkforge/v1/common.pb.h"
 #include "sandbox/sandbox.h"
@@ -210,10 +212,10 @@ class Compiler {
   std::string work_dir_;       // <cache_dir>/.work: scratch directories
   CompileCache cache_;         // the files under cache_dir (compile_cache.h)
 
-  mutable std::mutex mu_;
-  std::condition_variable flight_done_;
-  std::map<std::string, std::shared_ptr<Flight>> flights_;  // guarded by mu_
-  Stats stats_;  // guarded by mu_; evictions/bytes/entries live in cache_
+  mutable absl::Mutex mu_;
+  absl::CondVar flight_done_;  // a flight finished (with mu_)
+  std::map<std::string, std::shared_ptr<Flight>> flights_ ABSL_GUARDED_BY(mu_);
+  Stats stats_ ABSL_GUARDED_BY(mu_);  // evictions/bytes/entries live in cache_
 };
 
 }  // namespace pkforge::executor

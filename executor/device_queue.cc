@@ -4,6 +4,7 @@
 #include <chrono>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
 #include "spdlog/spdlog.h"
 
 namespace pkforge::executor {
@@ -54,13 +55,13 @@ void DeviceQueue::NotifyPositionsLocked() {
     w->position = pos;
     w->length = len;
   }
-  if (changed) cv_.notify_all();
+  if (changed) cv_.SignalAll();
 }
 
 absl::StatusOr<std::unique_ptr<DeviceQueue::Lease>> DeviceQueue::Acquire(
     int gpu_count, const std::string& client_key, const PositionCallback& on_position,
     const std::atomic<bool>* cancel) {
-  std::unique_lock lock(mu_);
+  absl::MutexLock lock(&mu_);
   if (shutdown_) return absl::UnavailableError("executor is shutting down");
   if (gpu_count > 0 && gpu_count > usable_gpus_locked_count()) {
     return absl::FailedPreconditionError(absl::StrCat(
@@ -71,7 +72,7 @@ absl::StatusOr<std::unique_ptr<DeviceQueue::Lease>> DeviceQueue::Acquire(
   if (waiting_.find(client_key) == waiting_.end() || waiting_[client_key].empty())
     client_order_.push_back(client_key);
   waiting_[client_key].push_back(Waiter{id, gpu_count, client_key});
-  auto remove_me = [&] {
+  auto remove_me = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     auto& q = waiting_[client_key];
     q.remove_if([id](const Waiter& w) { return w.id == id; });
     if (q.empty()) {
@@ -82,7 +83,7 @@ absl::StatusOr<std::unique_ptr<DeviceQueue::Lease>> DeviceQueue::Acquire(
   // Reports this waiter's own position when it changed: the callback runs
   // on this thread, inside this call, so whatever it captured is alive.
   int reported_position = -1, reported_length = -1;
-  auto report = [&] {
+  auto report = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     auto it = waiting_.find(client_key);
     if (it == waiting_.end() || !on_position) return;
     for (const Waiter& w : it->second) {
@@ -91,9 +92,9 @@ absl::StatusOr<std::unique_ptr<DeviceQueue::Lease>> DeviceQueue::Acquire(
       reported_position = w.position;
       reported_length = w.length;
       const int pos = w.position, len = w.length;
-      lock.unlock();
+      mu_.Unlock();
       on_position(pos, len);
-      lock.lock();
+      mu_.Lock();
       return;
     }
   };
@@ -103,7 +104,7 @@ absl::StatusOr<std::unique_ptr<DeviceQueue::Lease>> DeviceQueue::Acquire(
     if (cancel != nullptr && cancel->load()) {
       remove_me();
       NotifyPositionsLocked();
-      cv_.notify_all();
+      cv_.SignalAll();
       return absl::CancelledError("cancelled while queued");
     }
     if (shutdown_) {
@@ -113,7 +114,7 @@ absl::StatusOr<std::unique_ptr<DeviceQueue::Lease>> DeviceQueue::Acquire(
     if (gpu_count > 0 && gpu_count > usable_gpus_locked_count()) {
       remove_me();
       NotifyPositionsLocked();
-      cv_.notify_all();
+      cv_.SignalAll();
       return absl::FailedPreconditionError(absl::StrCat(
           "world_size: ", gpu_count, " GPUs asked, but GPUs left the pool while queued"));
     }
@@ -148,36 +149,36 @@ absl::StatusOr<std::unique_ptr<DeviceQueue::Lease>> DeviceQueue::Acquire(
         client_order_.push_back(client_key);
       }
       NotifyPositionsLocked();
-      cv_.notify_all();
+      cv_.SignalAll();
       return std::unique_ptr<Lease>(new Lease(this, std::move(granted), gpu_count == 0));
     }
-    cv_.wait_for(lock, std::chrono::milliseconds(100));
+    cv_.WaitWithTimeout(&mu_, absl::Milliseconds(100));
   }
 }
 
 void DeviceQueue::Release(const std::vector<int>& gpus, bool host) {
   {
-    std::lock_guard lock(mu_);
+    absl::MutexLock lock(&mu_);
     if (host) ++free_host_slots_;
     for (int g : gpus) free_gpus_.push_back(g);
   }
-  cv_.notify_all();
+  cv_.SignalAll();
 }
 
 void DeviceQueue::MarkUnhealthy(int gpu, const std::string& reason) {
   {
-    std::lock_guard lock(mu_);
+    absl::MutexLock lock(&mu_);
     auto it = health_.find(gpu);
     if (it == health_.end()) return;
     it->second.healthy = false;
     it->second.reason = reason;
   }
   spdlog::error("GPU {} taken out of the pool: {}", gpu, reason);
-  cv_.notify_all();
+  cv_.SignalAll();
 }
 
 std::vector<DeviceQueue::GpuHealth> DeviceQueue::Health() const {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   std::vector<GpuHealth> out;
   for (const auto& [g, h] : health_) out.push_back(h);
   return out;
@@ -190,12 +191,12 @@ int DeviceQueue::usable_gpus_locked_count() const {
 }
 
 int DeviceQueue::usable_gpus() const {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   return usable_gpus_locked_count();
 }
 
 int DeviceQueue::queue_length() const {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   int n = 0;
   for (const auto& [c, q] : waiting_) n += static_cast<int>(q.size());
   return n;
@@ -203,12 +204,12 @@ int DeviceQueue::queue_length() const {
 
 void DeviceQueue::Shutdown() {
   {
-    std::lock_guard lock(mu_);
+    absl::MutexLock lock(&mu_);
     shutdown_ = true;
   }
-  cv_.notify_all();
+  cv_.SignalAll();
 }
 
-void DeviceQueue::Poke() { cv_.notify_all(); }
+void DeviceQueue::Poke() { cv_.SignalAll(); }
 
 }  // namespace pkforge::executor

@@ -20,17 +20,17 @@
 #pragma once
 
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <list>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 
 namespace pkforge::executor {
 
@@ -98,23 +98,23 @@ class DeviceQueue {
     int length = -1;
   };
   void Release(const std::vector<int>& gpus, bool host);
-  // Fair order of all waiters; requires mu_.
-  std::vector<const Waiter*> OrderLocked() const;
+  // Fair order of all waiters.
+  std::vector<const Waiter*> OrderLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Recomputes every waiter's position (each reports its own); wakes them.
-  void NotifyPositionsLocked();
-  bool FitsLocked(const Waiter& w) const;
-  int usable_gpus_locked_count() const;
+  void NotifyPositionsLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  bool FitsLocked(const Waiter& w) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  int usable_gpus_locked_count() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
-  std::map<int, GpuHealth> health_;
-  std::vector<int> free_gpus_;
-  int free_host_slots_;
-  bool shutdown_ = false;
-  uint64_t next_id_ = 1;
+  mutable absl::Mutex mu_;
+  absl::CondVar cv_;  // the queue changed (with mu_)
+  std::map<int, GpuHealth> health_ ABSL_GUARDED_BY(mu_);
+  std::vector<int> free_gpus_ ABSL_GUARDED_BY(mu_);
+  int free_host_slots_ ABSL_GUARDED_BY(mu_);
+  bool shutdown_ ABSL_GUARDED_BY(mu_) = false;
+  uint64_t next_id_ ABSL_GUARDED_BY(mu_) = 1;
   // Per client FIFO, clients in round-robin order (rotated on every grant).
-  std::list<std::string> client_order_;
-  std::map<std::string, std::list<Waiter>> waiting_;
+  std::list<std::string> client_order_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, std::list<Waiter>> waiting_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace pkforge::executor

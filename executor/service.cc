@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
 #include "common/grpc_status.h"
 #include "common/ids.h"
 #include "executor/log_text.h"
@@ -173,7 +174,7 @@ grpc::ServerWriteReactor<v1::EvaluateProgress>* ExecutorService::Evaluate(
   auto call = std::make_shared<Call>();
   call->id = NewId("eval");
   {
-    std::lock_guard lock(mu_);
+    absl::MutexLock lock(&mu_);
     if (static_cast<int>(calls_.size()) >= config_->max_in_flight)
       return EvalReactor::Rejected(grpc::Status(
           grpc::StatusCode::RESOURCE_EXHAUSTED,
@@ -207,9 +208,9 @@ grpc::ServerWriteReactor<v1::EvaluateProgress>* ExecutorService::Evaluate(
         spdlog::error("evaluation {} failed: {}", call->id, result.status().ToString());
       call->Finish(ToGrpcStatus(result.status()));
     }
-    std::lock_guard lock(mu_);
+    absl::MutexLock lock(&mu_);
     calls_.erase(call);
-    idle_cv_.notify_all();
+    idle_cv_.SignalAll();
   }).detach();
   return reactor;
 }
@@ -229,16 +230,16 @@ grpc::ServerUnaryReactor* ExecutorService::DescribeDevice(grpc::CallbackServerCo
   }
   // Measuring takes seconds and the GPUs: never on a reactor thread.
   {
-    std::lock_guard lock(mu_);
+    absl::MutexLock lock(&mu_);
     ++detached_threads_;
   }
   std::thread([this, reactor, response] {
     absl::Status s = devices_->Remeasure();
     *response = devices_->Describe(*queue_);
     reactor->Finish(ToGrpcStatus(s));
-    std::lock_guard lock(mu_);
+    absl::MutexLock lock(&mu_);
     --detached_threads_;
-    idle_cv_.notify_all();
+    idle_cv_.SignalAll();
   }).detach();
   return reactor;
 }
@@ -271,14 +272,19 @@ grpc::ServerUnaryReactor* ExecutorService::ListProblems(grpc::CallbackServerCont
 void ExecutorService::BeginShutdown() { shutting_down_.store(true); }
 
 bool ExecutorService::WaitIdle(std::chrono::steady_clock::time_point deadline) {
-  std::unique_lock lock(mu_);
-  return idle_cv_.wait_until(lock, deadline, [this] { return calls_.empty() && detached_threads_ == 0; });
+  absl::MutexLock lock(&mu_);
+  while (!calls_.empty() || detached_threads_ != 0) {
+    const auto left = deadline - std::chrono::steady_clock::now();
+    if (left <= left.zero()) return false;
+    idle_cv_.WaitWithTimeout(&mu_, absl::FromChrono(left));
+  }
+  return true;
 }
 
 void ExecutorService::CancelAll() {
   std::vector<std::shared_ptr<Call>> calls;
   {
-    std::lock_guard lock(mu_);
+    absl::MutexLock lock(&mu_);
     calls.assign(calls_.begin(), calls_.end());
   }
   for (auto& c : calls) c->cancel.Cancel();
@@ -286,7 +292,7 @@ void ExecutorService::CancelAll() {
 }
 
 int ExecutorService::in_flight() const {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   return static_cast<int>(calls_.size());
 }
 

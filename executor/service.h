@@ -25,6 +25,8 @@
 #include <set>
 #include <string>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 #include "common/net.h"
 #include "executor/pipeline.h"
 #include "pkforge/v1/executor.grpc.pb.h"
@@ -66,10 +68,10 @@ class ExecutorService final : public v1::Executor::CallbackService {
   Metrics* metrics_;
   BearerToken token_;  // common/net.h: digest, constant-time comparison
   std::atomic<bool> shutting_down_{false};
-  mutable std::mutex mu_;
-  std::condition_variable idle_cv_;
-  std::set<std::shared_ptr<Call>> calls_;
-  int detached_threads_ = 0;
+  mutable absl::Mutex mu_;
+  absl::CondVar idle_cv_;  // a call or detached thread finished (with mu_)
+  std::set<std::shared_ptr<Call>> calls_ ABSL_GUARDED_BY(mu_);
+  int detached_threads_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace pkforge::executor

@@ -11,7 +11,7 @@ EventLog::EventLog(storage::TrajectoryStore* store, Metrics* metrics, const Cloc
     : store_(store), metrics_(metrics), clock_(clock) {}
 
 std::shared_ptr<std::mutex> EventLog::JobLock(const std::string& job_id) {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   auto& m = job_locks_[job_id];
   if (!m) m = std::make_shared<std::mutex>();
   return m;
@@ -30,7 +30,7 @@ absl::StatusOr<v1::Event> EventLog::Append(
   if (on_commit) on_commit(event);
   std::vector<std::shared_ptr<Listener>> listeners;
   {
-    std::lock_guard lock(mu_);
+    absl::MutexLock lock(&mu_);
     auto it = listeners_.find(event.job_id());
     if (it != listeners_.end()) listeners = it->second;
   }
@@ -42,12 +42,12 @@ absl::StatusOr<v1::Event> EventLog::Append(
 }
 
 void EventLog::Subscribe(const std::string& job_id, std::shared_ptr<Listener> listener) {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   listeners_[job_id].push_back(std::move(listener));
 }
 
 void EventLog::Unsubscribe(const std::string& job_id, const Listener* listener) {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   auto it = listeners_.find(job_id);
   if (it == listeners_.end()) return;
   auto& v = it->second;
@@ -57,7 +57,7 @@ void EventLog::Unsubscribe(const std::string& job_id, const Listener* listener) 
 }
 
 void EventLog::Forget(const std::string& job_id) {
-  std::lock_guard lock(mu_);
+  absl::MutexLock lock(&mu_);
   job_locks_.erase(job_id);
 }
 

@@ -29,7 +29,9 @@
 #include <string>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "common/clock.h"
 #include "orchestrator/metrics.h"
 #include "pkforge/v1/orchestrator.pb.h"
@@ -75,9 +77,11 @@ class EventLog {
   Metrics* metrics_;
   const Clock* clock_;
 
-  std::mutex mu_;  // guards the maps
-  std::map<std::string, std::shared_ptr<std::mutex>> job_locks_;
-  std::map<std::string, std::vector<std::shared_ptr<Listener>>> listeners_;
+  absl::Mutex mu_;
+  // Per job: serialises Append from commit through fan-out (held while the
+  // listeners run, so never taken with mu_ held).
+  std::map<std::string, std::shared_ptr<std::mutex>> job_locks_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, std::vector<std::shared_ptr<Listener>>> listeners_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace pkforge::orchestrator

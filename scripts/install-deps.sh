@@ -15,6 +15,7 @@ PACKAGES=(
   bubblewrap libseccomp-dev
   python3 libxml2-utils
   openssl  # the TLS tests make a throw-away CA with the openssl command
+  clang  # scripts/thread-safety.sh: -Wthread-safety over the annotated daemon sources
   # deploy/ checks: systemd-analyze, the Kubernetes validator's venv, container images and e2e (podman)
   systemd python3-venv
   podman runc ca-certificates procps

@@ -28,12 +28,10 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
-#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
 #include <filesystem>
-#include <mutex>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -41,7 +39,9 @@
 #include <utility>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/functional/function_ref.h"
+#include "absl/synchronization/mutex.h"
 #include "common/ids.h"
 #include "common/sha256.h"
 #include "common/status.h"
@@ -661,14 +661,14 @@ class ReadPool {
   };
 
   void Add(std::unique_ptr<Connection> conn) {
-    std::lock_guard lock(mu_);
+    absl::MutexLock lock(&mu_);
     free_.push_back(conn.get());
     all_.push_back(std::move(conn));
   }
 
   Lease Acquire() {
-    std::unique_lock lock(mu_);
-    cv_.wait(lock, [&] { return !free_.empty(); });
+    absl::MutexLock lock(&mu_);
+    while (free_.empty()) cv_.Wait(&mu_);
     Connection* conn = free_.back();
     free_.pop_back();
     return Lease(this, conn);
@@ -677,16 +677,16 @@ class ReadPool {
  private:
   void Release(Connection* conn) {
     {
-      std::lock_guard lock(mu_);
+      absl::MutexLock lock(&mu_);
       free_.push_back(conn);
     }
-    cv_.notify_one();
+    cv_.Signal();
   }
 
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::vector<Connection*> free_;
-  std::vector<std::unique_ptr<Connection>> all_;
+  absl::Mutex mu_;
+  absl::CondVar cv_;  // a connection was returned (with mu_)
+  std::vector<Connection*> free_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::unique_ptr<Connection>> all_ ABSL_GUARDED_BY(mu_);
 };
 
 // ---------------------------------------------------------------- the store
@@ -769,7 +769,7 @@ class SqliteTrajectoryStore final : public TrajectoryStore {
     WriteFn fn;
     absl::Status status;
     bool done = false;
-    std::condition_variable cv;
+    absl::CondVar cv;  // waited on with group_mu_
   };
 
   int64_t WallOrNow(int64_t wall_us) const {
@@ -799,9 +799,9 @@ class SqliteTrajectoryStore final : public TrajectoryStore {
   std::unique_ptr<Connection> writer_;
   std::unordered_map<std::string, int64_t> last_seq_;  // committed seqs only
 
-  std::mutex group_mu_;
-  std::deque<PendingWrite*> pending_;  // guarded by group_mu_
-  bool leader_active_ = false;         // guarded by group_mu_
+  absl::Mutex group_mu_;
+  std::deque<PendingWrite*> pending_ ABSL_GUARDED_BY(group_mu_);
+  bool leader_active_ ABSL_GUARDED_BY(group_mu_) = false;
 
   // Declared last so it is destroyed first: read connections close before the
   // writer, whose close then checkpoints the WAL and removes it.
@@ -816,12 +816,12 @@ absl::Status SqliteTrajectoryStore::Write(const char* what, WriteShape shape, Wr
         fmt::format("{}: the store was opened read-only ({})", what, path_));
   }
   PendingWrite me(shape, fn);
-  std::unique_lock lock(group_mu_);
+  absl::MutexLock lock(&group_mu_);
   pending_.push_back(&me);
   while (true) {
     // Sleeps only while somebody else leads; a leader that finishes wakes
     // the oldest waiter, which leads next unless a caller got there first.
-    me.cv.wait(lock, [&] { return me.done || !leader_active_; });
+    while (!me.done && leader_active_) me.cv.Wait(&group_mu_);
     if (me.done) return Annotate(me.status, what);
     // Lead: commit whatever has queued up (normally including `me`).
     leader_active_ = true;
@@ -829,21 +829,21 @@ absl::Status SqliteTrajectoryStore::Write(const char* what, WriteShape shape, Wr
     std::vector<PendingWrite*> batch(pending_.begin(),
                                      pending_.begin() + static_cast<std::ptrdiff_t>(n));
     pending_.erase(pending_.begin(), pending_.begin() + static_cast<std::ptrdiff_t>(n));
-    lock.unlock();
+    group_mu_.Unlock();
     CommitBatch(batch);
-    lock.lock();
+    group_mu_.Lock();
     // Notified under group_mu_: a woken caller returns and destroys its
     // PendingWrite, which it can only do after we release the lock.
     for (PendingWrite* w : batch) {
       w->done = true;
-      if (w != &me) w->cv.notify_one();
+      if (w != &me) w->cv.Signal();
     }
     // Leadership is released rather than handed over: the next batch is led
     // by whichever caller runs first -- often this very thread coming back
     // with its next write, which saves waking a sleeping one. The oldest
     // waiter is woken so that queued writes never wait for a newcomer.
     leader_active_ = false;
-    if (!pending_.empty()) pending_.front()->cv.notify_one();
+    if (!pending_.empty()) pending_.front()->cv.Signal();
   }
 }
 
