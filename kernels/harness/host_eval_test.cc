@@ -72,6 +72,14 @@ const pkforge::v1::CheatCheck* FindCheck(const Result& r, const std::string& nam
 
 std::string Describe(const Launched& l) { return l.raw.substr(0, 3000); }
 
+// Whether output 0 of `p` has a fixed integer dtype (tiny, world `w`).
+bool IntegerOutput0(const Problem& p, int w) {
+  const auto dims = ResolveSize(p, "tiny", w);
+  if (!dims.ok()) return false;
+  const RankSpec s = p.spec(*dims, w, 0);
+  return !s.out.empty() && s.out[0].dtype.has_value() && IsIntegerDtype(*s.out[0].dtype);
+}
+
 TEST(HostEval, EveryNaiveCandidateIsOkAtWorldSizes1To8) {
   const char* dtypes[] = {"bf16", "f16", "f32"};
   int k = 0;
@@ -111,7 +119,8 @@ TEST(HostEval, PerturbedOutputIsWrongOutputWithDetails) {
       EXPECT_EQ(c.trial(), 0);
       EXPECT_EQ(c.mismatches(), 1) << p->name;
       EXPECT_EQ(c.first_mismatch_index(), c.elements() / 2) << p->name;
-      EXPECT_NEAR(c.actual() - c.expected(), 0.5, 1e-4) << p->name;
+      // wrong_perturb adds 1 to an integer output (ids, counts), 0.5 to a float one.
+      EXPECT_NEAR(c.actual() - c.expected(), IntegerOutput0(*p, w) ? 1.0 : 0.5, 1e-4) << p->name;
       EXPECT_FALSE(c.unwritten());
       // One coordinate per dimension of the output (4 for NCHW images).
       const auto dims = ResolveSize(*p, "tiny", w);
@@ -131,7 +140,11 @@ TEST(HostEval, UnwrittenOutputIsDetectedByPoison) {
     const auto& c = l.result.correctness().checks(0);
     EXPECT_TRUE(c.unwritten());
     EXPECT_EQ(c.first_mismatch_index(), c.elements() - 1);
-    EXPECT_TRUE(std::isnan(c.actual()));
+    if (IntegerOutput0(*p, 2)) {
+      EXPECT_LT(c.actual(), 0) << p->name;  // 0xa5 bytes: a negative integer, never an id
+    } else {
+      EXPECT_TRUE(std::isnan(c.actual())) << p->name;
+    }
     const auto* chk = FindCheck(l.result, "poison_unwritten");
     ASSERT_NE(chk, nullptr);
     EXPECT_FALSE(chk->passed());

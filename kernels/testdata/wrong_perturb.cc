@@ -1,5 +1,5 @@
 // Wrong candidate (any problem): the problem's reference, then output 0,
-// element numel/2 is increased by 0.5 on one rank: rank world-1, or rank 0 for
+// element numel/2 is increased by 0.5 (integer outputs: by 1) on one rank: rank world-1, or rank 0 for
 // root-only problems (PKF_ROOT_ONLY). Tests expect WRONG_OUTPUT naming that
 // rank and index.
 #include "pkforge/candidate.h"
@@ -16,6 +16,12 @@ extern "C" int pkf_run(pkf_context* ctx, const pkf_tensor* in, int32_t n_in, pkf
                        PKF_ROOT_ONLY);
   if (!target) return 0;
   const int64_t i = pkf_numel(&out[0]) / 2;
-  pkf_store(out[0].data, out[0].dtype, i, pkf_load(out[0].data, out[0].dtype, i) + 0.5f);
+  if (out[0].dtype == PKF_I64) {  // integer outputs (ids, counts): off by one
+    ((int64_t*)out[0].data)[i] += 1;
+  } else if (out[0].dtype == PKF_I32) {
+    ((int32_t*)out[0].data)[i] += 1;
+  } else {
+    pkf_store(out[0].data, out[0].dtype, i, pkf_load(out[0].data, out[0].dtype, i) + 0.5f);
+  }
   return 0;
 }
