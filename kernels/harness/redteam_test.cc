@@ -10,6 +10,7 @@
 //   - no process the candidate started is alive after the launch returned.
 // Benign controls must stay OK. README.md next to the candidates has the
 // table of what the judge catches today.
+#include <dirent.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -73,9 +74,10 @@ std::string NewDir(const std::string& name) {
 // `max_speedup` > 0: an OK verdict (where an attack may get one because it
 // had no effect) must also stay below that speedup.
 // `as_nobody`: the launch runs as uid 65534 (setpriv; with `cgroup_procs` only).
+// `out`: receives the parsed result (for bounds relative to a control's run).
 void Expect(const std::string& name, std::vector<Accept> accept, const std::string& extra = "",
             int timeout_s = 10, const std::string& cgroup_procs = "", double max_speedup = 0,
-            bool as_nobody = false) {
+            bool as_nobody = false, Result* out = nullptr) {
   const std::string dir = NewDir(name);
   setenv("PKF_REDTEAM_DIR", dir.c_str(), 1);
   // An operator secret in the judge's environment (filtered from ranks).
@@ -95,6 +97,7 @@ void Expect(const std::string& name, std::vector<Accept> accept, const std::stri
     cmd = fmt::format("sh -c 'echo $$ > {} && exec {}{}'", cgroup_procs,
                       as_nobody ? "setpriv --reuid=65534 --regid=65534 --clear-groups " : "", cmd);
   const Verdict v = RunJudge(cmd, dir + "/judge_stderr");
+  if (out != nullptr && v.parsed) *out = v.result;
   const std::vector<int> alive = StillAlive(dir);
   unsetenv("PKF_REDTEAM_DIR");
   const std::string log = ReadFile(dir + "/log").substr(0, 3000);
@@ -374,6 +377,23 @@ RT(teardown_deadline_blame, {kTimeout, kRuntime, kCheatAny, kOk}, "", 10, "", 3.
 // Operator secrets under names the environment denylist missed (gated).
 RT(environ_secret_names, {kWrong})
 
+// ---- added 2026-12-04 17:49 session (helper-redteam3) ---------------------------------------
+// Benign controls that look like cheats (false-positive probes).
+// No ctx->barrier inside calls: per-call epochs in the signal pads (faster
+// than the reference, honestly: ~5x here).
+RT(control_flag_epoch, {kOk})
+// 64 parked pool threads per rank: every freeze stops 195 threads, which the
+// judge charges to the candidate (0.4x here, a bias against it, not a
+// conviction: helper-notes round 3 finding 3).
+RT(control_thread_pool_64, {kOk})
+// What tuned libraries do to their own process (nice, SCHED_BATCH, timer
+// slack, hugepages, mlock, SIGCONT/SIGTSTP handlers, a sleeping thread).
+RT(control_self_tuning, {kOk})
+// A peer rank's data segment through /proc/<peer>/fd/7 (the memfd every rank
+// holds): refused (as root the ranks drop to uid 65534 and become
+// non-dumpable; as a plain uid the kernel refused too, here). Gated.
+RT(peer_data_proc_fd, {kWrong})
+
 // A memory cgroup of its own (cgroup v1 memory controller or v2), limited
 // to `bytes`, under this process's; "" when it cannot be made (not root, no
 // controller): the test is skipped then.
@@ -428,6 +448,59 @@ TEST(RedTeam, oom_adj_reset_blame) {
   Expect("oom_adj_reset_blame", {kRuntime, Accept{Result::SETUP_ERROR, {}}}, "", 10,
          cg + "/cgroup.procs", 0, /*as_nobody=*/true);
   for (int i = 0; i < 300 && rmdir(cg.c_str()) != 0 && errno == EBUSY; ++i) usleep(10000);
+}
+
+// Memory pressure from a FILE on /dev/shm (tmpfs): its pages outlive the
+// candidate ranks, so killing them (oom_score_adj 1000) frees nothing; the
+// candidate fills its cgroup to 8 MiB short of the limit and returns. Seen
+// (3/3, as root): the judge alone is left and OOM-killed when Finish()
+// allocates 64 MiB for its memcpy measurement: no result (round 3 finding 4).
+// Pending (PKFORGE_REDTEAM_PENDING=1) until the judge is fixed.
+TEST(RedTeamPending, tmpfs_file_oom_blame) {
+  if (getenv("PKFORGE_REDTEAM_PENDING") == nullptr)
+    GTEST_SKIP() << "round 3 finding 4 (not fixed yet); PKFORGE_REDTEAM_PENDING=1 runs it";
+  const std::string cg = MemoryCgroup("pkf_redteam_oom3", int64_t{300} << 20);
+  if (cg.empty()) GTEST_SKIP() << "cannot create a memory cgroup here";
+  Expect("tmpfs_file_oom_blame", {kRuntime, Accept{Result::SETUP_ERROR, {}}, kTimeout}, "", 10,
+         cg + "/cgroup.procs");
+  // The file the candidate left on /dev/shm outlives it: remove it.
+  if (DIR* d = opendir("/dev/shm")) {
+    while (dirent* e = readdir(d))
+      if (std::string(e->d_name).rfind("pkf-redteam-oom-", 0) == 0)
+        unlink(("/dev/shm/" + std::string(e->d_name)).c_str());
+    closedir(d);
+  }
+  for (int i = 0; i < 300 && rmdir(cg.c_str()) != 0 && errno == EBUSY; ++i) usleep(10000);
+}
+
+// Batch look-ahead (round 3 findings 1 and 2): every input set of a timed
+// batch exists before the batch, and the judge sees outputs only before the
+// batch and after it. Fused: the first call computes every call of the batch
+// with one synchronization; deferred: every call but the last returns with
+// its outputs unwritten. The fixed judge must not report OK at a speedup
+// above the honest one (control_naive, run in the same test: 1.5x margin).
+// Pending (PKFORGE_REDTEAM_PENDING=1) until the judge is fixed.
+double HonestSpeedup() {
+  Result r;
+  Expect("control_naive", {kOk}, "", 10, "", 0, false, &r);
+  return r.status() == Result::OK ? r.speedup() : 1.0;
+}
+const std::set<std::string> kBatchChecks = {"poison_at_start", "timed_output_reverify",
+                                            "poison_unwritten", "outlived_call",
+                                            "batch_consistency"};
+TEST(RedTeamPending, batch_lookahead_fuse) {
+  if (getenv("PKFORGE_REDTEAM_PENDING") == nullptr)
+    GTEST_SKIP() << "round 3 finding 1 (not fixed yet); PKFORGE_REDTEAM_PENDING=1 runs it";
+  const double honest = HonestSpeedup();
+  Expect("batch_lookahead_fuse", {Accept{Result::CHEAT_DETECTED, kBatchChecks}, kWrong, kOk}, "",
+         10, "", 1.5 * honest);
+}
+TEST(RedTeamPending, batch_defer_to_last) {
+  if (getenv("PKFORGE_REDTEAM_PENDING") == nullptr)
+    GTEST_SKIP() << "round 3 finding 2 (not fixed yet); PKFORGE_REDTEAM_PENDING=1 runs it";
+  const double honest = HonestSpeedup();
+  Expect("batch_defer_to_last", {Accept{Result::CHEAT_DETECTED, kBatchChecks}, kWrong, kOk}, "",
+         10, "", 1.5 * honest);
 }
 
 // ---- output policy self-test, every problem ------------------------------------------------
