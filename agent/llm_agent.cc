@@ -192,6 +192,20 @@ class LlmAgent final : public Agent {
   }
 
   // sequential (n = 1) and best_of_n.
+  // A turn begun in the trajectory with `k` works, each numbered as the
+  // next attempt (the sequential/best_of_n and tree strategies share this).
+  struct OpenTurn {
+    std::string id;
+    int index = 0;  // 1-based, as the model is told
+    std::vector<Work> works;
+  };
+  absl::StatusOr<OpenTurn> StartTurn(const std::string& note, int k) {
+    ASSIGN_OR_RETURN(TurnInfo turn, ctx_.BeginTurn(note));
+    OpenTurn open{turn.id, turn.index + 1, std::vector<Work>(static_cast<size_t>(k))};
+    for (Work& w : open.works) w.attempt = ++attempts_;
+    return open;
+  }
+
   absl::StatusOr<StopReason> RunRounds() {
     const auto& strategy = ctx_.spec().agent().strategy();
     const bool best_of_n = strategy.kind() == v1::STRATEGY_BEST_OF_N;
@@ -215,13 +229,12 @@ class LlmAgent final : public Agent {
                                   base_desc.empty() ? "scratch" : base_desc)
                     : fmt::format("sequential: refine {}",
                                   base_desc.empty() ? "nothing yet (first file)" : base_desc);
-      ASSIGN_OR_RETURN(TurnInfo turn, ctx_.BeginTurn(note));
+      ASSIGN_OR_RETURN(OpenTurn turn, StartTurn(note, k));
       const std::string& turn_id = turn.id;
-      const int turn_index = turn.index + 1;  // 1-based for the model
-      std::vector<Work> works(k);
+      const int turn_index = turn.index;
+      std::vector<Work>& works = turn.works;
       for (int i = 0; i < k; ++i) {
         Work& w = works[i];
-        w.attempt = ++attempts_;
         w.label = k > 1 ? fmt::format("turn {}, candidate {} of {}", turn_index, i + 1, k)
                         : fmt::format("turn {}", turn_index);
         w.history = history_;
@@ -271,13 +284,12 @@ class LlmAgent final : public Agent {
               ? fmt::format("tree: {} root candidates", k)
               : fmt::format("tree: expand {} of {} nodes (best {})", k, population_.size(),
                             SummarizeResult(nodes_[population_[0]].result));
-      ASSIGN_OR_RETURN(TurnInfo turn, ctx_.BeginTurn(note));
+      ASSIGN_OR_RETURN(OpenTurn turn, StartTurn(note, k));
       const std::string& turn_id = turn.id;
-      const int turn_index = turn.index + 1;  // 1-based for the model
-      std::vector<Work> works(k);
+      const int turn_index = turn.index;
+      std::vector<Work>& works = turn.works;
       for (int i = 0; i < k; ++i) {
         Work& w = works[i];
-        w.attempt = ++attempts_;
         w.parent_node = parents[i];
         if (parents[i] < 0) {
           w.label = fmt::format("turn {}, root candidate {} of {}", turn_index, i + 1, k);
