@@ -151,39 +151,200 @@ absl::StatusOr<std::string> AwaitLine(Child* c, const std::string& prefix, int t
   return absl::UnavailableError(absl::StrCat(c->name, " did not start within ", timeout_s, " s; see ", c->log));
 }
 
-// One fresh evaluation of the best candidate on the job's executor, after
-// the search: the result printed is this measurement, not the maximum of
-// many noisy ones (the search's value is shown beside it).
-absl::StatusOr<v1::EvaluationResult> Remeasure(const std::string& executor, const v1::JobSpec& spec,
-                                               const std::string& source) {
-  v1::EvaluateRequest req;
-  req.set_problem(spec.problem());
-  req.set_backend(spec.backend());
-  req.set_world_size(spec.world_size());
-  req.set_dtype(spec.dtype());
-  *req.mutable_size() = spec.size();
-  req.set_source(source);
-  req.set_trials(spec.eval().trials());
-  req.set_client_tag("pkforge local: re-measurement of the best candidate");
-  auto stub = v1::Executor::NewStub(grpc::CreateChannel(executor, grpc::InsecureChannelCredentials()));
-  grpc::ClientContext ctx;
-  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::minutes(10));
-  auto reader = stub->Evaluate(&ctx, req);
-  v1::EvaluateProgress msg;
-  std::optional<v1::EvaluationResult> result;
-  while (reader->Read(&msg)) {
-    if (msg.has_result()) result = msg.result();
-  }
-  grpc::Status st = reader->Finish();
-  if (!st.ok()) return Annotate(FromGrpcStatus(st), "re-measuring the best candidate");
-  if (!result) return absl::InternalError("re-measuring the best candidate: the executor sent no result");
-  return *result;
-}
-
 std::string Trim(std::string s) {
   while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
   while (!s.empty() && s.front() == ' ') s.erase(0, 1);
   return s;
+}
+
+// The orchestrator's command line. The local user is its operator: the LLM
+// flags become its one provider ("local"), the replay directory its replay
+// root.
+std::vector<std::string> LocalOrchestratorArgv(const LocalOptions& lo, const std::string& agent,
+                                               const std::string& orchestrator_exe,
+                                               const fs::path& data,
+                                               const std::string& executor_address) {
+  const JobFlags& o = lo.job;
+  std::vector<std::string> orch_argv = {orchestrator_exe, "--listen", "127.0.0.1:0", "--db",
+                                        (data / "pkforge.db").string(), "--executor",
+                                        executor_address};
+  if (agent == "llm") {
+    orch_argv.push_back("--provider");
+    orch_argv.push_back(absl::StrCat("local=", o.provider == "anthropic" ? "anthropic" : "openai", ",",
+                                     lo.base_url.empty() ? (o.provider == "anthropic"
+                                                               ? "https://api.anthropic.com"
+                                                               : "https://api.openai.com/v1")
+                                                        : lo.base_url,
+                                     ",", o.api_key_env));
+  }
+  if (agent == "replay") {
+    orch_argv.push_back("--replay-root");
+    orch_argv.push_back(fs::absolute(o.replay_dir).string());
+  }
+  return orch_argv;
+}
+
+// What `pkforge local` chooses for the user, each with the reason it prints:
+// the backend (cuda when a GPU is usable), the world size, the agent (llm
+// when a provider is configured and its key is set, else search).
+struct LocalChoices {
+  std::string backend, why_backend;
+  int world_size = 1;
+  std::string why_world, agent, why_agent;
+};
+
+LocalChoices ChooseForLocal(const JobFlags& o) {
+  const bool gpu = GpuUsable();
+  const int gpus = gpu ? std::max(1, GpuCount()) : 0;
+  const std::string backend = o.ResolvedBackend(gpus);
+  std::string why_backend = o.backend != "auto" ? "as requested"
+                            : gpu               ? "a GPU is usable"
+                                                : "no usable GPU (/dev/nvidia0) here";
+  const int world_size = o.ResolvedWorldSize(backend, gpus);
+  const std::string why_world = o.world_size > 0 ? "as requested"
+                                : backend == "host"
+                                    ? "the host default: ranks as processes, so the job is multi-rank"
+                                    : "every usable GPU here";
+  std::string agent = o.agent;
+  std::string why_agent = "as requested";
+  const bool provider_configured = !o.model.empty() && !o.api_key_env.empty();
+  if (agent == "auto") {
+    if (provider_configured && getenv(o.api_key_env.c_str()) != nullptr) {
+      agent = "llm";
+      why_agent = absl::StrCat("provider ", o.provider.empty() ? "openai" : o.provider, ", model ", o.model);
+    } else {
+      agent = "search";
+      why_agent = provider_configured
+                      ? absl::StrCat("$", o.api_key_env, " is not set, so no LLM can be called")
+                      : "no LLM provider configured (--provider --model --api-key-env)";
+    }
+  }
+  return LocalChoices{backend, why_backend, world_size, why_world, agent, why_agent};
+}
+
+// The job's result is the orchestrator's final fresh re-measurement of the
+// chosen candidate (Job.final_*, orchestrator/final_measurement.h): its full
+// result comes with the trajectory, beside the best of the search. Writes the
+// chosen source under <data>/best/ (*best_path) and returns the
+// re-measurement's result, when there is one.
+std::optional<v1::EvaluationResult> FetchChosen(const Remote& remote, const v1::Job& job,
+                                                const std::string& backend, const fs::path& data,
+                                                std::string* best_path_out) {
+  std::error_code ec;
+  std::string& best_path = *best_path_out;
+  std::optional<v1::EvaluationResult> remeasured;
+  const std::string& chosen = job.final_candidate_sha256().empty() ? job.best_candidate_sha256()
+                                                                   : job.final_candidate_sha256();
+  if (!chosen.empty()) {
+    v1::GetTrajectoryRequest t;
+    t.set_job_id(job.id());
+    t.set_include_sources(true);
+    t.set_include_results(true);
+    v1::Trajectory traj;
+    auto ctx = remote.Context(60);
+    if (remote.stub()->GetTrajectory(ctx.get(), t, &traj).ok()) {
+      for (const auto& c : traj.candidates()) {
+        if (c.sha256() != chosen) continue;
+        fs::create_directories(data / "best", ec);
+        best_path = (data / "best" / (job.id() + (backend == "cuda" ? ".cu" : ".cc"))).string();
+        std::ofstream(best_path) << c.source();
+      }
+      for (const auto& e : traj.evaluations()) {
+        if (e.final_measurement() && e.id() == job.final_evaluation_id()) remeasured = e.result();
+      }
+    }
+  }
+  return remeasured;
+}
+
+// The end of `pkforge local`: the job's result as JSON (--json) or as text:
+// the re-measured speedup and the search's best, where the best source was
+// written, the plateau summary and how to look further.
+struct LocalResult {
+  const v1::Job& job;
+  const v1::PlateauReport& plateau;
+  const std::string& best_path;
+  const std::optional<v1::EvaluationResult>& remeasured;
+  const std::string& backend;
+  const std::string& host_note;
+  const fs::path& data;
+};
+
+void PrintLocalResult(const LocalResult& r, bool json) {
+  const v1::Job& job = r.job;
+  const v1::PlateauReport& plateau = r.plateau;
+  const std::string& best_path = r.best_path;
+  const std::optional<v1::EvaluationResult>& remeasured = r.remeasured;
+  const std::string& backend = r.backend;
+  const std::string& host_note = r.host_note;
+  const fs::path& data = r.data;
+  if (json) {
+    nlohmann::json out = {{"job", ProtoJsonValue(job)},
+                          {"best_source", best_path},
+                          {"plateau", ProtoJsonValue(plateau)},
+                          {"timings", backend == "host" ? "cpu" : "gpu"}};
+    if (job.has_best_speedup() && job.best_roofline_fraction() > 1.0)
+      out["roofline_suspect"] = kSuspectRoofline;
+    if (remeasured) {
+      out["remeasured"] = ProtoJsonValue(*remeasured);
+    } else if (!job.final_evaluation_id().empty()) {
+      out["remeasured"] = {{"error", "the re-measurement " + job.final_evaluation_id() +
+                                         " has no result"}};
+    }
+    std::printf("%s\n", DumpJson(out).c_str());
+  } else {
+    std::printf("\n== result of job %s (%s) ==\n", job.id().c_str(), v1::JobState_Name(job.state()).c_str());
+    std::printf("  evaluations %d in %.1f s (%s)\n", job.evaluations(), job.elapsed_ms() / 1e3,
+                job.stop_reason().empty() ? "-" : job.stop_reason().c_str());
+    if (job.has_final_speedup() || job.has_best_speedup()) {
+      if (job.has_final_speedup()) {
+        std::printf("  best speedup %.3fx over the reference, %s (re-measured: one fresh evaluation "
+                    "of the best candidate)\n",
+                    job.final_speedup(), RooflineText(job.final_roofline_fraction()).c_str());
+      } else {
+        std::printf("  no re-measured result (%s)\n",
+                    job.final_evaluation_id().empty()
+                        ? "the job ended before it"
+                        : ("the re-measurement ended " +
+                           v1::EvaluationResult::Status_Name(job.final_status()))
+                              .c_str());
+      }
+      if (job.has_best_speedup()) {
+        std::printf("  during the search it measured %.3fx, %s (the best of many measurements)\n",
+                    job.best_speedup(), RooflineText(job.best_roofline_fraction()).c_str());
+      }
+      if (backend == "host") std::printf("  (%s)\n", host_note.c_str());
+      if (!best_path.empty()) std::printf("  best source %s\n", best_path.c_str());
+    } else {
+      std::printf("  no correct candidate\n");
+    }
+    if (job.other_settings_evaluations() > 0) {
+      // Successive halving times its rungs with other iteration counts than
+      // the job's: those results are kept off the best-so-far axis.
+      std::printf("  note: %d evaluation(s) of the search ran at other settings (successive-halving "
+                  "rungs timed with other iteration counts, best %s): not comparable, so kept out "
+                  "of the best-so-far/plateau figures\n",
+                  job.other_settings_evaluations(),
+                  job.has_other_settings_best_speedup()
+                      ? fmt::format("{:.3f}x", job.other_settings_best_speedup()).c_str()
+                      : "-");
+    }
+    if (plateau.jobs_size() > 0) {
+      const auto& jp = plateau.jobs(0);
+      std::string line = "  plateau: ";
+      if (jp.has_first_correct_s()) line += fmt::format("first correct at {:.1f} s; ", jp.first_correct_s());
+      for (const auto& f : jp.time_to_fraction())
+        line += fmt::format("{:.0f}% of final at {:.1f} s; ", 100 * f.fraction(), f.t_s());
+      if (jp.has_plateau_onset_s())
+        line += fmt::format("no further gain above {:.0f}% after {:.1f} s", 100 * plateau.epsilon(),
+                            jp.plateau_onset_s());
+      else
+        line += "no plateau detected (still improving too close to the end to tell)";
+      std::printf("%s\n", line.c_str());
+    }
+    std::printf("  database %s (try: pkforge trajectory %s --db %s)\n", (data / "pkforge.db").string().c_str(),
+                job.id().c_str(), (data / "pkforge.db").string().c_str());
+  }
 }
 
 int RunLocal(const LocalOptions& lo) {
@@ -212,31 +373,10 @@ int RunLocal(const LocalOptions& lo) {
       return ReportStatus("local", absl::UnavailableError(absl::StrCat(exe, " not found: build it first")));
 
   // Choices, each said out loud.
-  const bool gpu = GpuUsable();
-  const int gpus = gpu ? std::max(1, GpuCount()) : 0;
-  const std::string backend = o.ResolvedBackend(gpus);
-  std::string why_backend = o.backend != "auto" ? "as requested"
-                            : gpu               ? "a GPU is usable"
-                                                : "no usable GPU (/dev/nvidia0) here";
-  const int world_size = o.ResolvedWorldSize(backend, gpus);
-  const std::string why_world = o.world_size > 0 ? "as requested"
-                                : backend == "host"
-                                    ? "the host default: ranks as processes, so the job is multi-rank"
-                                    : "every usable GPU here";
-  std::string agent = o.agent;
-  std::string why_agent = "as requested";
-  const bool provider_configured = !o.model.empty() && !o.api_key_env.empty();
-  if (agent == "auto") {
-    if (provider_configured && getenv(o.api_key_env.c_str()) != nullptr) {
-      agent = "llm";
-      why_agent = absl::StrCat("provider ", o.provider.empty() ? "openai" : o.provider, ", model ", o.model);
-    } else {
-      agent = "search";
-      why_agent = provider_configured
-                      ? absl::StrCat("$", o.api_key_env, " is not set, so no LLM can be called")
-                      : "no LLM provider configured (--provider --model --api-key-env)";
-    }
-  }
+  const LocalChoices choice = ChooseForLocal(o);
+  const std::string& backend = choice.backend;
+  const int world_size = choice.world_size;
+  const std::string& agent = choice.agent;
   // Host timings are CPU timings: say so before anything else (and again
   // with the result), since nobody should read them as GPU numbers.
   const std::string host_note =
@@ -245,8 +385,8 @@ int RunLocal(const LocalOptions& lo) {
   if (!json) {
     std::printf("pkforge local: data in %s\n", data.string().c_str());
     std::printf("pkforge local: backend %s (%s), world size %d (%s), agent %s (%s)\n",
-                backend.c_str(), why_backend.c_str(), world_size, why_world.c_str(), agent.c_str(),
-                why_agent.c_str());
+                backend.c_str(), choice.why_backend.c_str(), world_size, choice.why_world.c_str(),
+                agent.c_str(), choice.why_agent.c_str());
     if (backend == "host") std::printf("pkforge local: %s\n", host_note.c_str());
     std::fflush(stdout);
   } else if (backend == "host") {
@@ -267,24 +407,8 @@ int RunLocal(const LocalOptions& lo) {
   if (!st.ok()) return ReportStatus("local", st);
   auto exec_addr = AwaitLine(&executor, "pkforge-executor listening on ", 180);
   if (!exec_addr.ok()) return ReportStatus("local", exec_addr.status());
-  // The local user is the orchestrator's operator: the LLM flags become its
-  // one provider ("local"), the replay directory its replay root.
-  std::vector<std::string> orch_argv = {orchestrator_exe, "--listen", "127.0.0.1:0", "--db",
-                                        (data / "pkforge.db").string(), "--executor",
-                                        Trim(*exec_addr)};
-  if (agent == "llm") {
-    orch_argv.push_back("--provider");
-    orch_argv.push_back(absl::StrCat("local=", o.provider == "anthropic" ? "anthropic" : "openai", ",",
-                                     lo.base_url.empty() ? (o.provider == "anthropic"
-                                                               ? "https://api.anthropic.com"
-                                                               : "https://api.openai.com/v1")
-                                                        : lo.base_url,
-                                     ",", o.api_key_env));
-  }
-  if (agent == "replay") {
-    orch_argv.push_back("--replay-root");
-    orch_argv.push_back(fs::absolute(o.replay_dir).string());
-  }
+  const std::vector<std::string> orch_argv =
+      LocalOrchestratorArgv(lo, agent, orchestrator_exe, data, Trim(*exec_addr));
   st = Spawn(orch_argv, (data / "logs" / "orchestrator.log").string(), &orchestrator);
   if (!st.ok()) return ReportStatus("local", st);
   auto orch_addr = AwaitLine(&orchestrator, "LISTENING ", 60);
@@ -361,25 +485,8 @@ int RunLocal(const LocalOptions& lo) {
     if (!gs.ok()) rc = ReportStatus("local", RemoteError(*remote, gs));
   }
   std::string best_path;
-  std::optional<absl::StatusOr<v1::EvaluationResult>> remeasured;
-  if (!job.best_candidate_sha256().empty()) {
-    v1::GetTrajectoryRequest t;
-    t.set_job_id(job.id());
-    t.set_include_sources(true);
-    v1::Trajectory traj;
-    auto ctx = remote->Context(60);
-    if (remote->stub()->GetTrajectory(ctx.get(), t, &traj).ok()) {
-      for (const auto& c : traj.candidates()) {
-        if (c.sha256() != job.best_candidate_sha256()) continue;
-        fs::create_directories(data / "best", ec);
-        best_path = (data / "best" / (job.id() + (backend == "cuda" ? ".cu" : ".cc"))).string();
-        std::ofstream(best_path) << c.source();
-        if (!json) std::printf("pkforge local: re-measuring the best candidate (one fresh evaluation)\n");
-        std::fflush(stdout);
-        remeasured = Remeasure(Trim(*exec_addr), job.spec(), c.source());
-      }
-    }
-  }
+  const std::optional<v1::EvaluationResult> remeasured =
+      FetchChosen(*remote, job, backend, data, &best_path);
   v1::PlateauReport plateau;
   {
     v1::AnalyzePlateauRequest p;
@@ -387,69 +494,7 @@ int RunLocal(const LocalOptions& lo) {
     auto ctx = remote->Context(60);
     (void)remote->stub()->AnalyzePlateau(ctx.get(), p, &plateau);
   }
-  if (json) {
-    nlohmann::json out = {{"job", ProtoJsonValue(job)},
-                          {"best_source", best_path},
-                          {"plateau", ProtoJsonValue(plateau)},
-                          {"timings", backend == "host" ? "cpu" : "gpu"}};
-    if (job.has_best_speedup() && job.best_roofline_fraction() > 1.0)
-      out["roofline_suspect"] = kSuspectRoofline;
-    if (remeasured && remeasured->ok()) {
-      out["remeasured"] = ProtoJsonValue(**remeasured);
-    } else if (remeasured) {
-      out["remeasured"] = {{"error", std::string(remeasured->status().message())}};
-    }
-    std::printf("%s\n", DumpJson(out).c_str());
-  } else {
-    std::printf("\n== result of job %s (%s) ==\n", job.id().c_str(), v1::JobState_Name(job.state()).c_str());
-    std::printf("  evaluations %d in %.1f s (%s)\n", job.evaluations(), job.elapsed_ms() / 1e3,
-                job.stop_reason().empty() ? "-" : job.stop_reason().c_str());
-    if (job.has_best_speedup()) {
-      const v1::EvaluationResult* again =
-          remeasured && remeasured->ok() ? &**remeasured : nullptr;
-      if (again != nullptr && again->status() == v1::EvaluationResult::OK && again->has_speedup()) {
-        std::printf("  best speedup %.3fx over the reference, %s (re-measured: one fresh evaluation "
-                    "of the best candidate)\n",
-                    again->speedup(), RooflineText(again->roofline().candidate_fraction()).c_str());
-        std::printf("  during the search it measured %.3fx, %s (the best of many measurements)\n",
-                    job.best_speedup(), RooflineText(job.best_roofline_fraction()).c_str());
-      } else {
-        std::printf("  best speedup %.3fx over the reference, %s (the search's measurement; the "
-                    "re-measurement %s)\n",
-                    job.best_speedup(), RooflineText(job.best_roofline_fraction()).c_str(),
-                    again != nullptr ? ("ended " + v1::EvaluationResult::Status_Name(again->status())).c_str()
-                    : remeasured     ? ("failed: " + std::string(remeasured->status().message())).c_str()
-                                     : "was not possible");
-      }
-      if (backend == "host") std::printf("  (%s)\n", host_note.c_str());
-      if (!best_path.empty()) std::printf("  best source %s\n", best_path.c_str());
-    } else {
-      std::printf("  no correct candidate\n");
-    }
-    if (agent == "search") {
-      // Successive halving times its rungs with different iteration counts;
-      // the best-so-far and plateau figures below take the maximum over all
-      // of them, so they are not one comparable axis: say so.
-      std::printf("  note: the search agent's successive-halving rungs timed candidates with "
-                  "different iteration counts; the best-so-far/plateau figures mix those rungs "
-                  "(the re-measured speedup above is the comparable number)\n");
-    }
-    if (plateau.jobs_size() > 0) {
-      const auto& jp = plateau.jobs(0);
-      std::string line = "  plateau: ";
-      if (jp.has_first_correct_s()) line += fmt::format("first correct at {:.1f} s; ", jp.first_correct_s());
-      for (const auto& f : jp.time_to_fraction())
-        line += fmt::format("{:.0f}% of final at {:.1f} s; ", 100 * f.fraction(), f.t_s());
-      if (jp.has_plateau_onset_s())
-        line += fmt::format("no further gain above {:.0f}% after {:.1f} s", 100 * plateau.epsilon(),
-                            jp.plateau_onset_s());
-      else
-        line += "no plateau detected (still improving too close to the end to tell)";
-      std::printf("%s\n", line.c_str());
-    }
-    std::printf("  database %s (try: pkforge trajectory %s --db %s)\n", (data / "pkforge.db").string().c_str(),
-                job.id().c_str(), (data / "pkforge.db").string().c_str());
-  }
+  PrintLocalResult({job, plateau, best_path, remeasured, backend, host_note, data}, json);
   std::fflush(stdout);
   orchestrator.Stop(30);
   executor.Stop(30);
