@@ -42,13 +42,14 @@ struct Accept {
 // max_speedup > 0: an OK verdict must also stay below that speedup (for
 // candidates that are the reference itself plus an attack on the reference).
 void ExpectOneOf(const std::string& name, const std::vector<Accept>& accept,
-                 double max_speedup = 0);
+                 double max_speedup = 0, Result* out = nullptr);
 
 void Expect(const std::string& name, Result::Status status, std::set<std::string> checks = {}) {
   ExpectOneOf(name, {{status, std::move(checks)}});
 }
 
-void ExpectOneOf(const std::string& name, const std::vector<Accept>& accept, double max_speedup) {
+void ExpectOneOf(const std::string& name, const std::vector<Accept>& accept, double max_speedup,
+                 Result* out) {
   if (!HaveGpu()) GTEST_SKIP() << "no usable GPU";
   const std::string err = ::testing::TempDir() + "/redteam_gpu_" + name + ".stderr";
   const std::string cmd = fmt::format(
@@ -56,6 +57,7 @@ void ExpectOneOf(const std::string& name, const std::vector<Accept>& accept, dou
       "--size tiny --trials 2 --warmup 1 --iters 6 --timeout 60 --json {}/redteam_cuda_{}.so",
       PKF_WORKER, PKF_CANDIDATES, name);
   const Verdict v = RunJudge(cmd, err);
+  if (out != nullptr && v.parsed) *out = v.result;
   std::printf("REDTEAM cuda/%s status=%s message=%s\n", name.c_str(),
               v.parsed ? Result::Status_Name(v.result.status()).c_str() : "NO_RESULT",
               v.parsed ? v.result.message().substr(0, 160).c_str() : v.channel_error.c_str());
@@ -128,5 +130,51 @@ TEST(RedTeamGpu, l2_persist_squeeze) {
               1.15);
 }
 
+
+// ---- added 2026-12-04 17:49 session (helper-redteam3); compiled here, NOT run:
+// no GPU in that session. Verdicts are what the defended judge must give.
+// Batch look-ahead (helper-notes round 3 findings 1-2, shown on the host
+// backend: OK 6.8-15.8x): one NCCL group for a whole batch, enqueued by its
+// first call (fuse) or its last (defer). Bounded against the honest per-call
+// candidate run in the same test. Expected to FAIL until the judge is fixed:
+// pending (PKFORGE_REDTEAM_PENDING=1 runs them).
+double HonestGpuSpeedup() {
+  Result r;
+  ExpectOneOf("control_nccl_per_call", {{Result::OK, {}}}, 0, &r);
+  return r.status() == Result::OK ? r.speedup() : 1.0;
+}
+const std::set<std::string> kBatchChecks = {"poison_at_start", "timed_output_reverify",
+                                            "poison_unwritten", "outlived_call",
+                                            "batch_consistency"};
+TEST(RedTeamGpu, control_nccl_per_call) { Expect("control_nccl_per_call", Result::OK); }
+TEST(RedTeamGpu, batch_fuse_group) {
+  if (!HaveGpu()) GTEST_SKIP() << "no usable GPU";
+  if (getenv("PKFORGE_REDTEAM_PENDING") == nullptr)
+    GTEST_SKIP() << "round 3 findings 1-2 (not fixed yet); PKFORGE_REDTEAM_PENDING=1 runs it";
+  const double honest = HonestGpuSpeedup();
+  ExpectOneOf("batch_fuse_group",
+              {{Result::CHEAT_DETECTED, kBatchChecks}, {Result::WRONG_OUTPUT, {}}, {Result::OK, {}}},
+              1.5 * honest);
+}
+TEST(RedTeamGpu, defer_to_last_group) {
+  if (!HaveGpu()) GTEST_SKIP() << "no usable GPU";
+  if (getenv("PKFORGE_REDTEAM_PENDING") == nullptr)
+    GTEST_SKIP() << "round 3 findings 1-2 (not fixed yet); PKFORGE_REDTEAM_PENDING=1 runs it";
+  const double honest = HonestGpuSpeedup();
+  ExpectOneOf("defer_to_last_group",
+              {{Result::CHEAT_DETECTED, kBatchChecks}, {Result::WRONG_OUTPUT, {}}, {Result::OK, {}}},
+              1.5 * honest);
+}
+// A persistent kernel in a second context of the candidate's own (the
+// candidate rank's device-wide synchronize covers only its primary context):
+// only the judge's idle probe can see it. WRONG_OUTPUT = no second context.
+TEST(RedTeamGpu, secondary_context_hog) {
+  ExpectOneOf("secondary_context_hog",
+              {{Result::CHEAT_DETECTED, {"outlived_call", "frozen_while_idle"}},
+               {Result::WRONG_OUTPUT, {}}});
+}
+// Device-wide application clocks set low after each call (gated on NVML
+// allowing it): must be refused.
+TEST(RedTeamGpu, nvml_clock_squeeze) { Expect("nvml_clock_squeeze", Result::WRONG_OUTPUT); }
 }  // namespace
 }  // namespace pkforge::kernels
