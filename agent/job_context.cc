@@ -195,6 +195,7 @@ absl::StatusOr<Evaluated> JobContext::Evaluate(const std::string& turn_id,
   req.set_warmup_iters(spec.eval().warmup_iters());
   req.set_timed_iters(overrides.timed_iters > 0 ? overrides.timed_iters
                                                 : spec.eval().timed_iters());
+  const bool comparable = req.timed_iters() == spec.eval().timed_iters();
   req.set_timeout_s(spec.eval().timeout_s());
   req.set_profile(spec.eval().profile());
   req.set_sanitize(spec.eval().sanitize());
@@ -238,6 +239,9 @@ absl::StatusOr<Evaluated> JobContext::Evaluate(const std::string& turn_id,
   const Stamp done = Now();
   e.wall_us = done.wall_us;
   e.elapsed_ms = done.elapsed_ms;
+  e.timed_iters = req.timed_iters();
+  e.trials = req.trials();
+  e.comparable = comparable;
 
   std::optional<BestImprovedEntry> improved;
   {
@@ -249,7 +253,13 @@ absl::StatusOr<Evaluated> JobContext::Evaluate(const std::string& turn_id,
       const bool correct = e.result.status() == v1::EvaluationResult::OK &&
                            e.result.has_speedup() && std::isfinite(e.result.speedup()) &&
                            e.result.speedup() > 0;
-      if (correct && (!best_speedup_ || e.result.speedup() > *best_speedup_)) {
+      if (correct &&
+          (!choice_ || req.timed_iters() > choice_->timed_iters ||
+           (req.timed_iters() == choice_->timed_iters && e.result.speedup() > choice_->speedup))) {
+        choice_ = Choice{req.timed_iters(), e.result.speedup(), out.evaluation_id, out.sha256,
+                         e.result.roofline().candidate_fraction()};
+      }
+      if (correct && comparable && (!best_speedup_ || e.result.speedup() > *best_speedup_)) {
         BestImprovedEntry b;
         b.job_id = env_.job_id;
         b.evaluation_id = out.evaluation_id;
@@ -260,9 +270,6 @@ absl::StatusOr<Evaluated> JobContext::Evaluate(const std::string& turn_id,
         b.elapsed_ms = done.elapsed_ms;
         improved = b;
         best_speedup_ = e.result.speedup();
-        best_evaluation_id_ = out.evaluation_id;
-        best_sha256_ = out.sha256;
-        best_roofline_fraction_ = e.result.roofline().candidate_fraction();
         const double target = spec.budget().target_speedup();
         if (target > 0 && *best_speedup_ >= target) target_reached_ = true;
       }
@@ -313,10 +320,12 @@ AgentResult JobContext::Finish(StopReason stop) const {
   r.tokens = tokens_;
   r.cost_usd = cost_usd_;
   r.elapsed_ms = (env_.clock->NowMonotonicMicros() - start_mono_us_) / 1000;
-  r.best_speedup = best_speedup_;
-  r.best_evaluation_id = best_evaluation_id_;
-  r.best_candidate_sha256 = best_sha256_;
-  r.best_roofline_fraction = best_roofline_fraction_;
+  if (choice_) {
+    r.best_speedup = choice_->speedup;
+    r.best_evaluation_id = choice_->evaluation_id;
+    r.best_candidate_sha256 = choice_->sha256;
+    r.best_roofline_fraction = choice_->roofline_fraction;
+  }
   r.last_status = last_status_;
   return r;
 }

@@ -52,7 +52,9 @@ struct Evaluated {
 };
 
 // Per-evaluation overrides of JobSpec.eval (search rungs re-time with more
-// iterations).
+// iterations). An evaluation with an override that differs from the job's own
+// setting is recorded as not comparable: it never makes the job's reported
+// best (best_improved events, the target speedup), which stays on one axis.
 struct EvalOverrides {
   int32_t timed_iters = 0;  // 0: JobSpec.eval.timed_iters
 };
@@ -103,7 +105,12 @@ class JobContext {
   absl::Status Failure(Kind kind, const absl::Status& why);
   void Success(Kind kind);
 
+  // The best comparable speedup so far (the job's reported best).
   std::optional<double> best_speedup() const;
+  // AgentResult.best_* is the agent's choice, the candidate the orchestrator
+  // re-measures at the end: the fastest correct evaluation among those timed
+  // with the most iterations (so a search's final rung decides, not a noisy
+  // early rung; with one setting, simply the fastest).
   AgentResult Finish(StopReason stop) const;
 
  private:
@@ -126,10 +133,15 @@ class JobContext {
   bool target_reached_ = false;
   int32_t consecutive_failures_[2] = {0, 0};
   std::set<std::string> seen_candidates_;
-  std::optional<double> best_speedup_;
-  std::string best_evaluation_id_;
-  std::string best_sha256_;
-  double best_roofline_fraction_ = 0;
+  std::optional<double> best_speedup_;  // comparable evaluations only
+  // The agent's choice (see Finish).
+  struct Choice {
+    int32_t timed_iters = 0;
+    double speedup = 0;
+    std::string evaluation_id, sha256;
+    double roofline_fraction = 0;
+  };
+  std::optional<Choice> choice_;
   v1::EvaluationResult::Status last_status_ = v1::EvaluationResult::STATUS_UNSPECIFIED;
 };
 

@@ -102,6 +102,16 @@ struct EvaluationEntry {
   int64_t started_elapsed_ms = 0;
   int64_t wall_us = 0;  // when the result arrived
   int64_t elapsed_ms = 0;
+  // The settings it was requested with (0 = the executor's default), and
+  // whether they were the job's own (JobSpec.eval): a successive-halving rung
+  // timed with other iteration counts is not comparable and never makes the
+  // job's best.
+  int32_t timed_iters = 0;
+  int32_t trials = 0;
+  bool comparable = true;
+  // The final fresh re-measurement of the chosen candidate at the job's end
+  // (written by the orchestrator, not by an agent).
+  bool final_measurement = false;
 };
 
 struct BestImprovedEntry {

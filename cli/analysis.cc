@@ -21,6 +21,8 @@
 #include "cli/remote.h"
 #include "common/clock.h"
 #include "common/status.h"
+#include "convert/convert.h"
+#include "fmt/format.h"
 #include "nlohmann/json.hpp"
 #include "storage/plateau.h"
 #include "storage/plateau_export.h"
@@ -72,49 +74,16 @@ struct JobsOptions {
 
 // ------------------------------------------------- remote -> storage records
 
-std::string KindName(v1::AgentKind k) {
-  return k == v1::AGENT_KIND_LLM ? "llm" : k == v1::AGENT_KIND_SEARCH ? "search" : "replay";
-}
+// A job as the tables print it: its row, and its result (the final fresh
+// re-measurement, convert.h) when there is one.
+struct JobRow {
+  storage::JobRecord job;
+  std::optional<double> final_speedup;
+};
 
-std::string StrategyOf(const v1::AgentConfig& a) {
-  if (a.kind() == v1::AGENT_KIND_SEARCH) {
-    return a.search_algorithm().empty() ? "successive_halving" : a.search_algorithm();
-  }
-  if (a.kind() == v1::AGENT_KIND_REPLAY) return "replay";
-  return a.strategy().kind() == v1::STRATEGY_BEST_OF_N ? "best_of_n"
-         : a.strategy().kind() == v1::STRATEGY_TREE    ? "tree"
-                                                       : "sequential";
-}
-
-storage::JobRecord RecordOf(const v1::Job& j) {
-  storage::JobRecord r;
-  r.id = j.id();
-  r.problem = j.spec().problem();
-  r.backend = j.spec().backend() == v1::BACKEND_CUDA ? "cuda" : "host";
-  r.world_size = j.spec().world_size();
-  r.agent_kind = KindName(j.spec().agent().kind());
-  r.model = j.spec().agent().kind() == v1::AGENT_KIND_LLM ? j.spec().agent().llm().model() : "";
-  r.strategy = StrategyOf(j.spec().agent());
-  r.label = j.spec().label();
-  const v1::JobState states[] = {v1::JOB_STATE_QUEUED,    v1::JOB_STATE_RUNNING,
-                                 v1::JOB_STATE_SUCCEEDED, v1::JOB_STATE_FAILED,
-                                 v1::JOB_STATE_CANCELLED, v1::JOB_STATE_INTERRUPTED};
-  for (int i = 0; i < 6; ++i) {
-    if (j.state() == states[i]) r.state = static_cast<storage::JobState>(i);
-  }
-  r.created_wall_us = j.created_wall_us();
-  r.started_wall_us = j.started_wall_us();
-  r.finished_wall_us = j.finished_wall_us();
-  r.budget_wall_s = j.spec().budget().wall_seconds();
-  r.error = j.error();
-  if (j.has_best_speedup()) r.best_speedup = j.best_speedup();
-  r.best_evaluation_id = j.best_evaluation_id();
-  return r;
-}
-
-absl::StatusOr<std::vector<storage::JobRecord>> RemoteJobs(const JobsOptions& o) {
+absl::StatusOr<std::vector<JobRow>> RemoteJobs(const JobsOptions& o) {
   ASSIGN_OR_RETURN(Remote remote, Remote::Connect(o.remote));
-  std::vector<storage::JobRecord> out;
+  std::vector<JobRow> out;
   v1::ListJobsRequest req;
   req.set_problem(o.filter.problem);
   req.set_model(o.filter.model);
@@ -126,11 +95,12 @@ absl::StatusOr<std::vector<storage::JobRecord>> RemoteJobs(const JobsOptions& o)
     grpc::Status st = remote.stub()->ListJobs(ctx.get(), req, &resp);
     if (!st.ok()) return RemoteError(remote, st);
     for (const auto& j : resp.jobs()) {
-      storage::JobRecord r = RecordOf(j);
+      storage::JobRecord r = convert::JobRecordFromProto(j);
       // The API filters by problem, model and label; the rest here.
       if (!o.filter.strategy.empty() && r.strategy != o.filter.strategy) continue;
       if (!o.filter.agent.empty() && r.agent_kind != o.filter.agent) continue;
-      out.push_back(std::move(r));
+      out.push_back({std::move(r), j.has_final_speedup() ? std::optional<double>(j.final_speedup())
+                                                         : std::nullopt});
     }
     if (resp.next_page_token().empty()) break;
     req.set_page_token(resp.next_page_token());
@@ -138,30 +108,48 @@ absl::StatusOr<std::vector<storage::JobRecord>> RemoteJobs(const JobsOptions& o)
   return out;
 }
 
-int RunJobs(const JobsOptions& o) {
-  absl::StatusOr<std::vector<storage::JobRecord>> jobs;
-  if (o.db.empty()) {
-    jobs = RemoteJobs(o);
-  } else {
-    auto store = OpenDb(o.db);
-    if (!store.ok()) return ReportStatus("jobs", store.status());
-    jobs = (*store)->ListJobs(o.filter.ToFilter());
+absl::StatusOr<std::vector<JobRow>> OfflineJobs(const JobsOptions& o) {
+  ASSIGN_OR_RETURN(std::unique_ptr<TrajectoryStore> store, OpenDb(o.db));
+  ASSIGN_OR_RETURN(std::vector<storage::JobRecord> records, store->ListJobs(o.filter.ToFilter()));
+  std::vector<JobRow> out;
+  out.reserve(records.size());
+  for (auto& r : records) {
+    ASSIGN_OR_RETURN(storage::JobStats stats, store->GetJobStats(r.id));
+    out.push_back({std::move(r), stats.final_speedup});
   }
-  if (!jobs.ok()) return ReportStatus("jobs", jobs.status());
+  return out;
+}
+
+int RunJobs(const JobsOptions& o) {
+  absl::StatusOr<std::vector<JobRow>> rows = o.db.empty() ? RemoteJobs(o) : OfflineJobs(o);
+  if (!rows.ok()) return ReportStatus("jobs", rows.status());
+  // best_speedup: the best of the search's evaluations at the job's own
+  // settings; final_speedup: the job's result, one fresh re-measurement.
+  std::vector<storage::JobRecord> records;
+  std::vector<std::optional<double>> finals;
+  for (auto& r : *rows) {
+    records.push_back(std::move(r.job));
+    finals.push_back(r.final_speedup);
+  }
+  const std::vector<storage::JobRecord>* jobs = &records;
   if (o.output == "csv") {
     std::printf("%s", CsvLine({"id", "state", "problem", "backend", "world_size", "agent_kind",
-                               "model", "strategy", "label", "created", "best_speedup"}).c_str());
-    for (const auto& j : *jobs) {
+                               "model", "strategy", "label", "created", "best_speedup",
+                               "final_speedup"}).c_str());
+    for (size_t i = 0; i < jobs->size(); ++i) {
+      const auto& j = (*jobs)[i];
       std::printf("%s", CsvLine({j.id, std::string(storage::JobStateName(j.state)), j.problem,
                                  j.backend, std::to_string(j.world_size), j.agent_kind, j.model,
                                  j.strategy, j.label, FormatWallMicros(j.created_wall_us),
-                                 j.best_speedup ? Fmt(j.best_speedup, "%.6g") : ""}).c_str());
+                                 j.best_speedup ? Fmt(j.best_speedup, "%.6g") : "",
+                                 finals[i] ? Fmt(finals[i], "%.6g") : ""}).c_str());
     }
     return kExitOk;
   }
   if (o.output == "json") {
     nlohmann::json out = nlohmann::json::array();
-    for (const auto& j : *jobs) {
+    for (size_t i = 0; i < jobs->size(); ++i) {
+      const auto& j = (*jobs)[i];
       nlohmann::json row = {{"id", j.id},
                             {"state", std::string(storage::JobStateName(j.state))},
                             {"problem", j.problem},
@@ -173,20 +161,25 @@ int RunJobs(const JobsOptions& o) {
                             {"label", j.label},
                             {"created", FormatWallMicros(j.created_wall_us)}};
       row["best_speedup"] = j.best_speedup ? nlohmann::json(*j.best_speedup) : nlohmann::json();
+      row["final_speedup"] = finals[i] ? nlohmann::json(*finals[i]) : nlohmann::json();
       out.push_back(row);
     }
     std::printf("%s\n", DumpJson(out).c_str());
     return kExitOk;
   }
-  std::printf("%-31s %-11s %-18s %-7s %-3s %-7s %-20s %-10s %8s\n", "JOB", "STATE", "PROBLEM",
-              "BACKEND", "WS", "AGENT", "MODEL", "STRATEGY", "BEST");
-  for (const auto& j : *jobs) {
-    std::printf("%-31s %-11s %-18s %-7s %-3d %-7s %-20s %-10s %8s\n", j.id.c_str(),
+  std::printf("%-31s %-11s %-18s %-7s %-3s %-7s %-20s %-10s %8s %8s\n", "JOB", "STATE",
+              "PROBLEM", "BACKEND", "WS", "AGENT", "MODEL", "STRATEGY", "BEST", "FINAL");
+  for (size_t i = 0; i < jobs->size(); ++i) {
+    const auto& j = (*jobs)[i];
+    std::printf("%-31s %-11s %-18s %-7s %-3d %-7s %-20s %-10s %8s %8s\n", j.id.c_str(),
                 std::string(storage::JobStateName(j.state)).c_str(), j.problem.c_str(),
                 j.backend.c_str(), j.world_size, j.agent_kind.c_str(),
                 j.model.empty() ? "-" : j.model.c_str(), j.strategy.c_str(),
-                j.best_speedup ? (Fmt(j.best_speedup, "%.3f") + "x").c_str() : "-");
+                j.best_speedup ? (Fmt(j.best_speedup, "%.3f") + "x").c_str() : "-",
+                finals[i] ? (Fmt(finals[i], "%.3f") + "x").c_str() : "-");
   }
+  std::printf("BEST: best of the evaluations at each job's own settings; FINAL: the job's result, "
+              "one fresh re-measurement of its chosen candidate\n");
   std::printf("%zu job(s)\n", jobs->size());
   return kExitOk;
 }
@@ -209,7 +202,7 @@ absl::Status RemoteTrajectory(const TrajectoryOptions& o, storage::JobRecord* jo
   auto ctx = remote.Context();
   grpc::Status st = remote.stub()->GetTrajectory(ctx.get(), req, &traj);
   if (!st.ok()) return RemoteError(remote, st);
-  *job = RecordOf(traj.job());
+  *job = convert::JobRecordFromProto(traj.job());
   for (const auto& e : traj.evaluations()) {
     storage::EvaluationRecord r;
     r.id = e.id();
@@ -224,6 +217,10 @@ absl::Status RemoteTrajectory(const TrajectoryOptions& o, storage::JobRecord* jo
     r.compile_ms = e.stages().compile_ms();
     r.run_ms = e.stages().run_ms();
     r.elapsed_ms = e.elapsed_ms();
+    r.timed_iters = e.timed_iters();
+    r.trials = e.trials();
+    r.comparable = !e.other_settings();
+    r.role = e.final_measurement() ? storage::kRoleFinal : storage::kRoleSearch;
     evals->push_back(std::move(r));
   }
   return absl::OkStatus();
@@ -253,27 +250,42 @@ int RunTrajectory(const TrajectoryOptions& o) {
   if (o.format == "csv") {
     std::printf(
         "evaluation_id,elapsed_s,active_s,status,correct,speedup,best_so_far,queue_ms,"
-        "compile_ms,run_ms,candidate_sha256\n");
+        "compile_ms,run_ms,candidate_sha256,timed_iters,kind\n");
   }
   nlohmann::json rows = nlohmann::json::array();
   if (o.format == "table") {
     std::printf("job %s  %s  %s ws=%d  state=%s\n", job->id.c_str(), job->problem.c_str(),
                 job->backend.c_str(), job->world_size,
                 std::string(storage::JobStateName(job->state)).c_str());
-    std::printf("%9s %9s %-15s %9s %9s %9s %9s  %s\n", "ELAPSED_S", "ACTIVE_S", "STATUS", "SPEEDUP",
-                "BEST", "QUEUE_MS", "RUN_MS", "CANDIDATE");
+    std::printf("%9s %9s %-15s %9s %9s %9s %9s  %-12s %s\n", "ELAPSED_S", "ACTIVE_S", "STATUS",
+                "SPEEDUP", "BEST", "QUEUE_MS", "RUN_MS", "CANDIDATE", "KIND");
   }
+  // traj.points holds the search evaluations (not the final measurement) in
+  // this order; BEST is over those at the job's own settings only.
+  size_t point = 0;
+  storage::EvalPoint last_point;
+  int others = 0;
   for (size_t i = 0; i < evals->size(); ++i) {
     const auto& e = (*evals)[i];
-    const auto& p = traj.points[i];
-    if (e.correct && e.speedup && *e.speedup > best) best = *e.speedup;
+    const bool final_measurement = e.role == storage::kRoleFinal;
+    if (!final_measurement && point < traj.points.size()) last_point = traj.points[point++];
+    storage::EvalPoint p = last_point;
+    if (final_measurement) p.elapsed_s = static_cast<double>(e.elapsed_ms) / 1e3;
+    others += !final_measurement && !e.comparable;
+    const std::string kind = final_measurement ? "final"
+                             : e.comparable    ? "search"
+                                               : fmt::format("other:{}it", e.timed_iters);
+    if (e.correct && e.speedup && e.comparable && !final_measurement && *e.speedup > best) {
+      best = *e.speedup;
+    }
     std::optional<double> best_opt = best > 0 ? std::optional<double>(best) : std::nullopt;
     if (o.format == "csv") {
-      std::printf("%s,%.3f,%.3f,%s,%d,%s,%s,%.1f,%.1f,%.1f,%s\n", e.id.c_str(), p.elapsed_s,
-                  p.active_s, e.status.c_str(), e.correct ? 1 : 0,
+      std::printf("%s,%.3f,%.3f,%s,%d,%s,%s,%.1f,%.1f,%.1f,%s,%d,%s\n", e.id.c_str(),
+                  p.elapsed_s, p.active_s, e.status.c_str(), e.correct ? 1 : 0,
                   e.speedup ? Fmt(e.speedup, "%.6g").c_str() : "",
                   best_opt ? Fmt(best_opt, "%.6g").c_str() : "", e.queue_ms, e.compile_ms, e.run_ms,
-                  e.candidate_sha256.c_str());
+                  e.candidate_sha256.c_str(), e.timed_iters,
+                  final_measurement ? "final" : e.comparable ? "search" : "other_settings");
     } else if (o.format == "json") {
       nlohmann::json r = {{"evaluation_id", e.id},
                           {"elapsed_s", p.elapsed_s},
@@ -283,15 +295,24 @@ int RunTrajectory(const TrajectoryOptions& o) {
                           {"queue_ms", e.queue_ms},
                           {"compile_ms", e.compile_ms},
                           {"run_ms", e.run_ms},
-                          {"candidate_sha256", e.candidate_sha256}};
+                          {"candidate_sha256", e.candidate_sha256},
+                          {"timed_iters", e.timed_iters},
+                          {"trials", e.trials},
+                          {"other_settings", !e.comparable},
+                          {"final_measurement", final_measurement}};
       r["speedup"] = e.speedup ? nlohmann::json(*e.speedup) : nlohmann::json();
       r["best_so_far"] = best_opt ? nlohmann::json(*best_opt) : nlohmann::json();
       rows.push_back(r);
     } else {
-      std::printf("%9.2f %9.2f %-15s %9s %9s %9.1f %9.1f  %.12s\n", p.elapsed_s, p.active_s,
-                  e.status.c_str(), Fmt(e.speedup).c_str(), Fmt(best_opt).c_str(), e.queue_ms,
-                  e.run_ms, e.candidate_sha256.c_str());
+      std::printf("%9.2f %9.2f %-15s %9s %9s %9.1f %9.1f  %-12.12s %s\n", p.elapsed_s,
+                  p.active_s, e.status.c_str(), Fmt(e.speedup).c_str(), Fmt(best_opt).c_str(),
+                  e.queue_ms, e.run_ms, e.candidate_sha256.c_str(), kind.c_str());
     }
+  }
+  if (o.format == "table" && others > 0) {
+    std::printf("note: %d evaluation(s) of kind other:<N>it ran at other settings than the job's "
+                "(successive-halving rungs timed with N iterations): not comparable, not in BEST\n",
+                others);
   }
   if (o.format == "json") {
     nlohmann::json out = {{"job_id", job->id}, {"problem", job->problem}, {"evaluations", rows}};
@@ -392,6 +413,13 @@ int RunRemotePlateau(const PlateauCliOptions& o) {
                 opt(j.has_final_best(), j.final_best()).c_str(),
                 opt(j.has_first_correct_s(), j.first_correct_s(), "%.1f").c_str(),
                 opt(j.has_plateau_onset_s(), j.plateau_onset_s(), "%.1f").c_str(), j.duration_s());
+  }
+  for (const auto& j : report.jobs()) {
+    if (j.other_settings_evaluations() == 0) continue;
+    std::printf("note: %s: %d evaluation(s) at other settings (search rungs, best %s) are not in "
+                "these figures\n",
+                j.job_id().c_str(), j.other_settings_evaluations(),
+                opt(j.has_other_settings_best(), j.other_settings_best()).c_str());
   }
   std::printf("\n%-40s %5s %8s %12s %12s %12s\n", "GROUP", "JOBS", "CORRECT", "MEDIAN_BEST",
               "MEDIAN_ONSET", "MEDIAN_1ST");
@@ -498,6 +526,12 @@ int RunPlateau(const PlateauCliOptions& o) {
                 j.model.empty() ? "-" : j.model.c_str(), Fmt(j.final_best).c_str(),
                 Fmt(j.first_correct_s, "%.1f").c_str(), Fmt(j.plateau_onset_s, "%.1f").c_str(),
                 j.curve.end_s);
+  }
+  for (const auto& j : report->jobs) {
+    if (j.curve.other_evaluations == 0) continue;
+    std::printf("note: %s: %d evaluation(s) at other settings (search rungs, best %s) are not in "
+                "these figures\n",
+                j.job_id.c_str(), j.curve.other_evaluations, Fmt(j.curve.other_best).c_str());
   }
   std::printf("\n%-40s %5s %8s %12s %12s %12s\n", "GROUP", "JOBS", "CORRECT", "MEDIAN_BEST",
               "MEDIAN_ONSET", "MEDIAN_1ST");

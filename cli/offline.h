@@ -23,9 +23,10 @@ storage::TrajectoryStore::Options::Access DbAccessFor(const std::string& db);
 // INVALID_ARGUMENT naming --db when empty.
 absl::StatusOr<std::unique_ptr<storage::TrajectoryStore>> OpenDb(const std::string& db);
 
-// `pkforge show JOB --db FILE`: the job as GetTrajectory(include_sources)
-// would return it for `show` (job with its aggregates and stop reason, the
-// best candidate with its source, the best-so-far curve).
+// `pkforge show JOB --db FILE`: the trajectory as GetTrajectory(include_sources)
+// returns it (convert::LoadTrajectory, the same conversion the orchestrator
+// uses): the job with its aggregates, stop reason and final result, every
+// evaluated candidate with its source, the best-so-far curve.
 absl::StatusOr<v1::Trajectory> OfflineShowTrajectory(const std::string& db,
                                                      const std::string& job_id);
 

@@ -191,6 +191,25 @@ void PrintJob(const v1::Job& j) {
   std::printf("best       %s  %s  last status %s\n", Speedup(j).c_str(),
               RooflineText(j.best_roofline_fraction()).c_str(),
               v1::EvaluationResult::Status_Name(j.last_status()).c_str());
+  // The job's result: one fresh re-measurement of the chosen candidate at the
+  // job's settings (the best above is the best of many noisy measurements).
+  if (j.has_final_speedup()) {
+    std::printf("result     %.3fx  %s  (re-measured: one fresh evaluation of the chosen "
+                "candidate, %s)\n",
+                j.final_speedup(), RooflineText(j.final_roofline_fraction()).c_str(),
+                j.final_evaluation_id().c_str());
+  } else if (!j.final_evaluation_id().empty()) {
+    std::printf("result     -  (the re-measurement %s ended %s)\n", j.final_evaluation_id().c_str(),
+                v1::EvaluationResult::Status_Name(j.final_status()).c_str());
+  }
+  if (j.other_settings_evaluations() > 0) {
+    std::printf("other      %d evaluation(s) at other settings (search rungs timed with other "
+                "iteration counts), best %s: not comparable, not in best\n",
+                j.other_settings_evaluations(),
+                j.has_other_settings_best_speedup()
+                    ? fmt::format("{:.3f}x", j.other_settings_best_speedup()).c_str()
+                    : "-");
+  }
 }
 
 // ------------------------------------------------------------------ submit
@@ -432,9 +451,13 @@ int RunShow(const RemoteOptions& ro, const std::string& job_id, bool json,
   if (!fetched.ok()) return ReportStatus("show", fetched.status());
   const v1::Trajectory& traj = *fetched;
   const v1::Job& job = traj.job();
+  // The candidate of the job's result (the final re-measurement), else the
+  // best at the job's settings.
+  const std::string& chosen =
+      job.final_candidate_sha256().empty() ? job.best_candidate_sha256() : job.final_candidate_sha256();
   std::string source;
   for (const auto& c : traj.candidates()) {
-    if (c.sha256() == job.best_candidate_sha256()) source = c.source();
+    if (c.sha256() == chosen) source = c.source();
   }
   if (!source_out.empty() && !source.empty()) {
     std::ofstream out(source_out, std::ios::binary | std::ios::trunc);
@@ -445,18 +468,18 @@ int RunShow(const RemoteOptions& ro, const std::string& job_id, bool json,
     v1::Trajectory summary;
     *summary.mutable_job() = job;
     for (const auto& c : traj.candidates()) {
-      if (c.sha256() == job.best_candidate_sha256()) *summary.add_candidates() = c;
+      if (c.sha256() == chosen) *summary.add_candidates() = c;
     }
     *summary.mutable_best_curve() = traj.best_curve();
     std::printf("%s\n", ToJsonText(summary).c_str());
     return kExitOk;
   }
   PrintJob(job);
-  if (job.best_candidate_sha256().empty()) {
+  if (chosen.empty()) {
     std::printf("\nno correct candidate yet\n");
     return kExitOk;
   }
-  std::printf("\nbest candidate %s%s\n", job.best_candidate_sha256().c_str(),
+  std::printf("\nbest candidate %s%s\n", chosen.c_str(),
               source_out.empty() ? "" : (" (written to " + source_out + ")").c_str());
   if (source_out.empty()) std::printf("----\n%s\n----\n", source.c_str());
   return kExitOk;

@@ -13,7 +13,9 @@
 #include "absl/strings/str_cat.h"
 #include "agent/prompt.h"
 #include "cli/offline.h"
+#include "common/ids.h"
 #include "common/status.h"
+#include "convert/convert.h"
 #include "fmt/format.h"
 #include "google/protobuf/util/json_util.h"
 #include "storage/plateau.h"
@@ -331,6 +333,9 @@ struct PlotPoint {
   double speedup = 0;
   int row = 0;  // 1-based evaluation number, for the tooltip
   std::string status;
+  // At other settings than the job's (a search rung): drawn hollow, never on
+  // the best-so-far line (issue #18 item 5).
+  bool other = false;
 };
 
 // One plot: per-evaluation speedups (correct: dots; others: crosses on the
@@ -390,9 +395,10 @@ std::string RenderPlot(const std::string& title, const std::string& x_label,
   for (const auto& p : points) {
     if (p.correct) {
       s += fmt::format(
-          "<circle class=\"pt\" cx=\"{}\" cy=\"{}\" r=\"3\"><title>#{} {:.3g}{} at {:.1f} "
-          "s</title></circle>\n",
-          Num(X(p.t)), Num(Y(p.speedup)), p.row, p.speedup, unit, p.t);
+          "<circle class=\"pt{}\" cx=\"{}\" cy=\"{}\" r=\"3\"><title>#{} {:.3g}{} at {:.1f} "
+          "s{}</title></circle>\n",
+          p.other ? " other" : "", Num(X(p.t)), Num(Y(p.speedup)), p.row, p.speedup, unit, p.t,
+          p.other ? " (other settings: not on the best line)" : "");
     } else {
       const double x = X(p.t), y = T + ph - 4;
       s += fmt::format(
@@ -429,7 +435,7 @@ code,pre,.mono{font-family:ui-monospace,"JetBrains Mono","DejaVu Sans Mono",Menl
 svg.plot{background:#fff;border:1px solid var(--line);border-radius:6px}
 svg .grid{stroke:#eef1f4}svg .frame{fill:none;stroke:#c9d0d8}svg .tick{font-size:10px;fill:var(--mut)}svg .axis{font-size:11px;fill:var(--mut)}
 svg .ptitle{font-size:12px;font-weight:600;fill:var(--fg)}svg .ref{stroke:#999;stroke-dasharray:4 3}
-svg .best{fill:none;stroke:var(--acc);stroke-width:2}svg .pt{fill:var(--ok);fill-opacity:.75}svg .fail{stroke:var(--bad);stroke-width:1.4}
+svg .best{fill:none;stroke:var(--acc);stroke-width:2}svg .pt{fill:var(--ok);fill-opacity:.75}svg .pt.other{fill:none;stroke:var(--ok);stroke-width:1.2}svg .fail{stroke:var(--bad);stroke-width:1.4}
 svg .onset{fill:none;stroke:#d97706;stroke-width:1.6}
 .legend{color:var(--mut);font-size:11px;margin:4px 0}.legend i{display:inline-block;width:10px;height:10px;border-radius:5px;vertical-align:-1px;margin:0 3px 0 10px}
 table{border-collapse:collapse;width:100%;background:#fff;border:1px solid var(--line)}
@@ -497,15 +503,21 @@ absl::StatusOr<std::string> RenderJobReport(const v1::Trajectory& traj,
   int row = 0;
   for (const auto& e : traj.evaluations()) {
     ++row;
+    // The final re-measurement is the job's result (header), not a point of
+    // its search.
+    if (e.final_measurement()) continue;
     storage::EvalPoint p;
     p.elapsed_s = static_cast<double>(e.elapsed_ms()) / 1e3;
     p.active_s = std::min(e.active_s(), p.elapsed_s);
     p.correct = e.status() == EvaluationResult::OK && e.has_speedup() && e.speedup() > 0;
     p.speedup = p.correct ? e.speedup() : 0;
+    p.comparable = !e.other_settings();
     jt.duration_s = std::max(jt.duration_s, p.elapsed_s);
     jt.points.push_back(p);
-    wall_pts.push_back({p.elapsed_s, p.correct, p.speedup, row, StatusText(e.status())});
-    active_pts.push_back({p.active_s, p.correct, p.speedup, row, StatusText(e.status())});
+    wall_pts.push_back(
+        {p.elapsed_s, p.correct, p.speedup, row, StatusText(e.status()), e.other_settings()});
+    active_pts.push_back(
+        {p.active_s, p.correct, p.speedup, row, StatusText(e.status()), e.other_settings()});
     const double roof = e.result().roofline().candidate_fraction();
     if (p.correct && roof > 0) roof_pts.push_back({p.elapsed_s, true, 100 * roof, row, "OK"});
   }
@@ -547,8 +559,31 @@ absl::StatusOr<std::string> RenderJobReport(const v1::Trajectory& traj,
     absl::StrAppend(&h, "<div class=\"", cls, "\"><b>", E(k), "</b>", v_html, "</div>");
   };
   absl::StrAppend(&h, "<div class=\"kv\" id=\"job\">");
+  // The job's result is its final fresh re-measurement; the best of the
+  // search's many measurements is shown beside it (issue #18 item 5).
+  const std::string result =
+      job.has_final_speedup()
+          ? fmt::format("{:.3f}x", job.final_speedup())
+          : (job.final_evaluation_id().empty()
+                 ? std::string("not measured")
+                 : "re-measurement " + StatusText(job.final_status()));
+  absl::StrAppend(&h, "<div class=\"big\" id=\"final\"><b>result (fresh re-measurement)</b>",
+                  E(result), "</div>");
   kv("best speedup", E(best), "big");
-  kv("% of roofline", RooflineHtml(job.best_roofline_fraction()), "big");
+  kv("% of roofline", RooflineHtml(job.has_final_speedup() ? job.final_roofline_fraction()
+                                                           : job.best_roofline_fraction()),
+     "big");
+  if (job.other_settings_evaluations() > 0) {
+    absl::StrAppend(
+        &h, "<div id=\"other-settings\"><b>other settings</b>",
+        E(fmt::format("{} evaluation{} (search rungs){}: not on the best line",
+                      job.other_settings_evaluations(),
+                      job.other_settings_evaluations() == 1 ? "" : "s",
+                      job.has_other_settings_best_speedup()
+                          ? fmt::format(", best {:.3f}x", job.other_settings_best_speedup())
+                          : "")),
+        "</div>");
+  }
   kv("backend", E(agent::BackendName(spec.backend())));
   kv("world size", E(absl::StrCat(spec.world_size())));
   const std::string dtype = spec.dtype() == v1::DTYPE_UNSPECIFIED
@@ -570,8 +605,10 @@ absl::StatusOr<std::string> RenderJobReport(const v1::Trajectory& traj,
   // Plots.
   absl::StrAppend(&h, "<section id=\"plots\"><h2>Trajectory</h2><div class=\"plots\">", plots,
                   "</div><div class=\"legend\"><i style=\"background:#1a7f37\"></i>correct "
-                  "evaluation<i style=\"background:#0b63c9;border-radius:0;height:3px\"></i>best "
-                  "so far<i style=\"background:#c62828;border-radius:0\"></i>failed (on the "
+                  "evaluation<i style=\"border:1.2px solid #1a7f37;background:none\"></i>at other "
+                  "settings (search rung, not on the best line)"
+                  "<i style=\"background:#0b63c9;border-radius:0;height:3px\"></i>best "
+                  "so far at the job's settings<i style=\"background:#c62828;border-radius:0\"></i>failed (on the "
                   "baseline)<i style=\"border:1.6px solid #d97706;background:none\"></i>plateau "
                   "onset (&lt;1% gain after it) &middot; dashed: reference (1.0x)</div></section>\n");
 
@@ -589,6 +626,13 @@ absl::StatusOr<std::string> RenderJobReport(const v1::Trajectory& traj,
     ++row;
     const EvaluationResult& r = e.result();
     const bool is_best = !job.best_evaluation_id().empty() && e.id() == job.best_evaluation_id();
+    const char* kind = e.final_measurement() ? " final" : e.other_settings() ? " other" : "";
+    const std::string label =
+        e.final_measurement()
+            ? " (final re-measurement)"
+            : e.other_settings() ? fmt::format(" (other settings: {} timed iterations)",
+                                               e.timed_iters())
+                                 : std::string();
     const auto turn_it = turns.find(e.turn_id());
     std::string turn_text = "-";
     if (turn_it != turns.end()) {
@@ -598,10 +642,11 @@ absl::StatusOr<std::string> RenderJobReport(const v1::Trajectory& traj,
     }
     const double roof = r.roofline().candidate_fraction();
     absl::StrAppend(
-        &h, "<tr class=\"eval", is_best ? " best" : "", "\" id=\"", E(e.id()), "\"><td>", row,
+        &h, "<tr class=\"eval", is_best ? " best" : "", kind, "\" id=\"", E(e.id()), "\"><td>", row,
         "</td><td>", fmt::format("{:.1f}", static_cast<double>(e.elapsed_ms()) / 1e3),
         "</td><td>", fmt::format("{:.1f}", e.active_s()), "</td><td class=\"l\"><span class=\"st ",
-        StatusClass(e.status()), "\">", E(StatusText(e.status())), "</span></td><td>",
+        StatusClass(e.status()), "\">", E(StatusText(e.status())), "</span>", E(label),
+        "</td><td>",
         e.has_speedup() ? fmt::format("{:.3f}x", e.speedup()) : "&ndash;", "</td><td>",
         Us(r.candidate().median_us()), "</td><td>", Us(r.reference().median_us()), "</td><td>",
         RooflineHtml(roof), "</td><td>",
@@ -692,17 +737,21 @@ absl::StatusOr<std::string> RenderJobReport(const v1::Trajectory& traj,
   }
   h += "</tbody></table></section>\n";
 
-  // Best candidate.
+  // Best candidate: the one the job's result measured (the agent's choice),
+  // else the best at the job's settings.
+  const std::string& best_sha = job.final_candidate_sha256().empty()
+                                    ? job.best_candidate_sha256()
+                                    : job.final_candidate_sha256();
   h += "<section id=\"best\"><h2>Best candidate</h2>";
-  auto best_src = sources.find(job.best_candidate_sha256());
-  if (job.best_candidate_sha256().empty()) {
+  auto best_src = sources.find(best_sha);
+  if (best_sha.empty()) {
     h += "<p class=\"note\">No correct candidate.</p>";
   } else if (best_src == sources.end() || best_src->second->empty()) {
-    absl::StrAppend(&h, "<p class=\"note\">", E(job.best_candidate_sha256()),
-                    ": source not included.</p>");
+    absl::StrAppend(&h, "<p class=\"note\">", E(best_sha), ": source not included.</p>");
   } else {
-    absl::StrAppend(&h, "<p class=\"sub mono\">sha256 ", E(job.best_candidate_sha256()), " &middot; ",
-                    E(best), "</p><pre class=\"src\" id=\"best-source\">");
+    absl::StrAppend(&h, "<p class=\"sub mono\">sha256 ", E(best_sha), " &middot; ",
+                    E(job.final_candidate_sha256().empty() ? best : "result " + result),
+                    "</p><pre class=\"src\" id=\"best-source\">");
     for (std::string_view line : SplitLines(*best_src->second)) {
       absl::StrAppend(&h, "<span>", E(line), "</span>");
     }
@@ -726,84 +775,11 @@ absl::StatusOr<std::string> RenderJobReport(const v1::Trajectory& traj,
 
 absl::StatusOr<v1::Trajectory> LoadReportTrajectory(const std::string& db,
                                                     const std::string& job_id) {
-  // The job header (spec, aggregates, stop reason) exactly as `show --db`.
-  ASSIGN_OR_RETURN(v1::Trajectory out, OfflineShowTrajectory(db, job_id));
-  out.clear_candidates();
-  out.clear_best_curve();
+  RETURN_IF_ERROR(Annotate(ValidateId(job_id, "job"), "job"));
   ASSIGN_OR_RETURN(std::unique_ptr<storage::TrajectoryStore> store, OpenDb(db));
-  ASSIGN_OR_RETURN(storage::JobRecord record, store->GetJob(job_id));
-  ASSIGN_OR_RETURN(auto turns, store->ListTurns(job_id));
-  for (const auto& t : turns) {
-    auto* p = out.add_turns();
-    p->set_id(t.id);
-    p->set_index(t.index);
-    p->set_elapsed_ms(t.elapsed_ms);
-    p->set_note(t.note);
-  }
-  ASSIGN_OR_RETURN(auto calls, store->ListLlmCalls(job_id));
-  for (const auto& c : calls) {
-    auto* p = out.add_llm_calls();
-    p->set_id(c.id);
-    p->set_turn_id(c.turn_id);
-    p->set_provider(c.provider == "anthropic" ? v1::PROVIDER_ANTHROPIC
-                    : c.provider == "openai"  ? v1::PROVIDER_OPENAI
-                                              : v1::PROVIDER_UNSPECIFIED);
-    p->set_model(c.model);
-    p->set_prompt(c.prompt);
-    p->set_reply(c.reply);
-    p->set_prompt_tokens(c.prompt_tokens);
-    p->set_completion_tokens(c.completion_tokens);
-    p->set_latency_ms(c.latency_ms);
-    p->set_cost_usd(c.cost_usd);
-    p->set_attempts(c.attempts);
-    p->set_error(c.error);
-    p->set_elapsed_ms(c.elapsed_ms);
-  }
-  ASSIGN_OR_RETURN(auto evals, store->ListEvaluations(job_id));
-  const storage::JobTrajectory traj =
-      storage::TrajectoryFromRecords(record, evals, SystemClock::Get()->NowWallMicros());
-  google::protobuf::util::JsonParseOptions opts;
-  opts.ignore_unknown_fields = true;  // results written by newer executors
-  std::set<std::string> shas;
-  double best = 0;
-  for (size_t i = 0; i < evals.size(); ++i) {
-    const auto& e = evals[i];
-    auto* p = out.add_evaluations();
-    p->set_id(e.id);
-    p->set_turn_id(e.turn_id);
-    p->set_candidate_sha256(e.candidate_sha256);
-    v1::EvaluationResult::Status st = v1::EvaluationResult::STATUS_UNSPECIFIED;
-    v1::EvaluationResult::Status_Parse(e.status, &st);
-    p->set_status(st);
-    if (e.speedup) p->set_speedup(*e.speedup);
-    p->set_elapsed_ms(e.elapsed_ms);
-    if (i < traj.points.size()) p->set_active_s(traj.points[i].active_s);
-    p->mutable_stages()->set_queue_ms(e.queue_ms);
-    p->mutable_stages()->set_compile_ms(e.compile_ms);
-    p->mutable_stages()->set_run_ms(e.run_ms);
-    p->set_executor(e.executor);
-    if (!e.result_json.empty()) {
-      if (auto s = google::protobuf::util::JsonStringToMessage(e.result_json, p->mutable_result(),
-                                                               opts);
-          !s.ok()) {
-        return absl::DataLossError(absl::StrCat("evaluation ", e.id, ": result_json: ", s.ToString()));
-      }
-    }
-    shas.insert(e.candidate_sha256);
-    if (e.correct && e.speedup && *e.speedup > best) {
-      best = *e.speedup;
-      auto* c = out.add_best_curve();
-      c->set_t_s(static_cast<double>(e.elapsed_ms) / 1e3);
-      c->set_best_speedup(best);
-    }
-  }
-  for (const auto& sha : shas) {
-    ASSIGN_OR_RETURN(storage::CandidateRecord rec, store->GetCandidate(sha));
-    auto* c = out.add_candidates();
-    c->set_sha256(sha);
-    c->set_source(rec.source);
-  }
-  return out;
+  convert::TrajectoryOptions options;
+  options.include_sources = options.include_llm_text = options.include_results = true;
+  return convert::LoadTrajectory(*store, job_id, options, SystemClock::Get()->NowWallMicros());
 }
 
 }  // namespace pkforge::cli

@@ -1,14 +1,9 @@
-// Conversions between the v1 API (protobuf) and the storage records, in one
-// place so the names written to SQLite ("host", "bf16", "llm", ...) and the
-// JSON shapes of event payloads are defined once.
-//
-// Event payloads: events.type is the name of the v1::Event payload case
-// ("state_changed", "turn_started", "llm_call", "evaluation_started",
-// "evaluation_finished", "best_improved", "log") and events.payload_json is
-// the proto3 JSON of that payload message; job_id, seq, wall_us and
-// elapsed_ms live in their own columns. EventFromRecord() rebuilds the same
-// v1::Event that was streamed live, so a replay is indistinguishable from
-// following.
+// The orchestrator's side of the API <-> storage conversions: admission
+// checks of a JobSpec and the row of a newly submitted job. Everything that
+// reads the store back into the API (names, states, jobs, events,
+// trajectories, plateau reports) lives in the convert library
+// (convert/convert.h), shared with the CLI's offline commands; it is
+// re-exported here under the orchestrator's namespace for its callers.
 //
 // Thread safety: pure functions.
 #pragma once
@@ -18,6 +13,7 @@
 
 #include "absl/status/statusor.h"
 #include "agent/prompt.h"
+#include "convert/convert.h"
 #include "kernels/harness/eval_validation.h"
 #include "pkforge/v1/orchestrator.pb.h"
 #include "storage/plateau.h"
@@ -25,21 +21,24 @@
 
 namespace pkforge::orchestrator {
 
-std::string BackendName(v1::Backend b);  // "host" | "cuda" | "unspecified"
+// The store -> API view (convert/convert.h).
+using convert::AgentKindName;
+using convert::BackendName;
+using convert::EventFromRecord;
+using convert::EventToRecord;
+using convert::FromJson;
+using convert::FromProtoState;
+using convert::IsTerminal;
+using convert::JobFromRecord;
+using convert::PlateauToProto;
+using convert::ProtoStateName;
+using convert::StatusName;
+using convert::StrategyName;
+using convert::ToJson;
+using convert::ToProtoState;
 // "f32" | "bf16" | ...: the agent's names (agent/prompt.h), one table for
 // prompts, messages and stored specs.
 using agent::DtypeName;
-std::string AgentKindName(v1::AgentKind k);        // "llm" | "search" | "replay"
-std::string StrategyName(const v1::AgentConfig& a);  // "sequential" | ... | "successive_halving"
-std::string StatusName(v1::EvaluationResult::Status s);  // "OK", "COMPILE_ERROR", ...
-
-v1::JobState ToProtoState(storage::JobState s);
-storage::JobState FromProtoState(v1::JobState s);  // UNSPECIFIED maps to queued
-bool IsTerminal(v1::JobState s);
-std::string_view ProtoStateName(v1::JobState s);  // "queued", "running", ...
-
-absl::StatusOr<std::string> ToJson(const google::protobuf::Message& m);
-absl::Status FromJson(std::string_view json, google::protobuf::Message* m);
 
 // Longest accepted client strings of a JobSpec (bytes). Errors never quote
 // more than a short prefix of a client string (kernels::ClientText).
@@ -65,17 +64,5 @@ absl::Status ValidateJobSpecFields(const v1::JobSpec& spec, const kernels::EvalL
 // The storage row of a newly submitted job (state queued, created now).
 absl::StatusOr<storage::JobRecord> NewJobRecord(const std::string& id, const v1::JobSpec& spec,
                                                 int64_t created_wall_us);
-
-// The API view of a stored job: the row plus its aggregates. `stop_reason` is
-// not stored in the row; pass it when known (from the last state event).
-absl::StatusOr<v1::Job> JobFromRecord(const storage::JobRecord& job,
-                                      const storage::JobStats& stats, int64_t now_wall_us);
-
-// Event <-> row, see the top comment.
-absl::StatusOr<storage::EventRecord> EventToRecord(const v1::Event& event);
-absl::StatusOr<v1::Event> EventFromRecord(const storage::EventRecord& record);
-
-// The storage report as the API message.
-v1::PlateauReport PlateauToProto(const storage::PlateauReport& report, bool include_curves);
 
 }  // namespace pkforge::orchestrator

@@ -434,7 +434,11 @@ TEST_F(FaultsTest, OrchestratorKillChargesDowntimeClosesEvaluationsAndWaitsForEx
   auto orch = StartOrchestratorProcess(dir_, exec_address);
   ASSERT_TRUE(orch.ok()) << orch.status();
   auto stub = testing::Client((*orch)->address());
-  auto job = Submit(stub.get(), testing::SearchSpec(40, 120));
+  v1::JobSpec spec = testing::SearchSpec(40, 120);
+  // Rung 0 times at the job's own setting, so its results are comparable and
+  // make best_improved events (later rungs time with more iterations).
+  spec.mutable_eval()->set_timed_iters(10);
+  auto job = Submit(stub.get(), spec);
   ASSERT_TRUE(job.ok()) << job.status();
   // After the first improvement the next round of evaluations starts at
   // once and runs 3 s without events: the kill falls into that silence.

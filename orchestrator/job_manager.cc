@@ -17,6 +17,7 @@
 #include "common/status.h"
 #include "fmt/format.h"
 #include "orchestrator/convert.h"
+#include "orchestrator/final_measurement.h"
 #include "spdlog/spdlog.h"
 
 namespace pkforge::orchestrator {
@@ -577,6 +578,27 @@ void JobManager::RunJob(std::shared_ptr<Job> job) {
       env.llm_api_key = job->llm_api_key;
       auto agent = agent::MakeAgent(std::move(env), options_.agent);
       result = agent.ok() ? (*agent)->Run() : agent.status();
+      if (result.ok() && !result->best_candidate_sha256.empty() &&
+          !job->cancel.ExplicitlyCancelled()) {
+        // The job's result is one fresh measurement of the agent's choice,
+        // not the best of its many noisy ones (final_measurement.h).
+        FinalMeasurementEnv f;
+        f.job_id = job->id;
+        f.spec = job->run_spec;
+        f.candidate_sha256 = result->best_candidate_sha256;
+        f.store = store_;
+        f.evaluator = &evaluator;
+        f.sink = &sink;
+        f.job_cancel = &job->cancel;
+        f.clock = options_.clock;
+        f.elapsed_ms = [&] {
+          std::lock_guard lock(mu_);
+          return ElapsedMs(*job) - offsets.elapsed_ms;
+        };
+        if (absl::Status s = MeasureFinal(f); !s.ok()) {
+          result = Annotate(s, "recording the final measurement");
+        }
+      }
     }
   }
 
@@ -650,6 +672,13 @@ v1::Job JobManager::Snapshot(const Job& job) const {
   out.set_best_candidate_sha256(p.best_candidate_sha256);
   out.set_best_roofline_fraction(p.best_roofline_fraction);
   out.set_last_status(p.last_status);
+  out.set_other_settings_evaluations(p.other_settings_evaluations);
+  if (p.other_settings_best_speedup) out.set_other_settings_best_speedup(*p.other_settings_best_speedup);
+  if (p.final_speedup) out.set_final_speedup(*p.final_speedup);
+  out.set_final_evaluation_id(p.final_evaluation_id);
+  out.set_final_status(p.final_status);
+  out.set_final_roofline_fraction(p.final_roofline_fraction);
+  out.set_final_candidate_sha256(p.final_candidate_sha256);
   out.set_error(job.end_pending.empty() ? job.error : job.end_pending);
   out.set_stop_reason(job.stop_reason);
   if (job.cancel_requested && !IsTerminal(job.state)) {
@@ -660,19 +689,8 @@ v1::Job JobManager::Snapshot(const Job& job) const {
 }
 
 absl::StatusOr<v1::Job> JobManager::FromStore(const std::string& job_id) {
-  ASSIGN_OR_RETURN(storage::JobRecord record, store_->GetJob(job_id));
-  ASSIGN_OR_RETURN(storage::JobStats stats, store_->GetJobStats(job_id));
-  ASSIGN_OR_RETURN(v1::Job job,
-                   JobFromRecord(record, stats, options_.clock->NowWallMicros()));
-  // The stop reason is the reason of the terminal state event.
-  if (storage::IsTerminal(record.state) && stats.last_event_seq > 0) {
-    auto last = store_->ReadEvents(job_id, stats.last_event_seq - 1, 1);
-    if (last.ok() && !last->empty() && (*last)[0].type == "state_changed") {
-      auto ev = EventFromRecord((*last)[0]);
-      if (ev.ok()) job.set_stop_reason(ev->state_changed().reason());
-    }
-  }
-  return job;
+  // With its stop reason (the terminal state event's), as the CLI's --db reads.
+  return convert::LoadJob(*store_, job_id, options_.clock->NowWallMicros());
 }
 
 absl::StatusOr<v1::Job> JobManager::Get(const std::string& job_id) {
@@ -884,6 +902,8 @@ absl::Status JobManager::RecoverOne(const storage::JobRecord& r) {
     p.best_candidate_sha256 = stats.best_candidate_sha256;
     p.best_roofline_fraction = stats.best_roofline_fraction.value_or(0);
     p.last_elapsed_ms = stats.last_event_elapsed_ms;
+    p.other_settings_evaluations = stats.other_evaluations;
+    p.other_settings_best_speedup = stats.other_best_speedup;
   });
 
   if (r.state == storage::JobState::kQueued) {

@@ -148,6 +148,13 @@ absl::Status JobSink::OnEvaluationFinished(const agent::EvaluationEntry& e) {
   r.run_ms = std::max(0.0, e.run_ms);
   r.wall_us = e.wall_us;
   r.elapsed_ms = e.elapsed_ms + offsets_.elapsed_ms;
+  r.timed_iters = std::max(0, e.timed_iters);
+  r.trials = std::max(0, e.trials);
+  r.comparable = e.comparable;
+  r.role = e.final_measurement ? storage::kRoleFinal : storage::kRoleSearch;
+  p->set_final_measurement(e.final_measurement);
+  p->set_other_settings(!e.comparable);
+  p->set_timed_iters(r.timed_iters);
   p->set_status(res.status());
   if (r.speedup) p->set_speedup(*r.speedup);
   p->set_message(res.message());
@@ -157,11 +164,30 @@ absl::Status JobSink::OnEvaluationFinished(const agent::EvaluationEntry& e) {
   if (st->compile_ms() == 0) st->set_compile_ms(r.compile_ms);
   if (st->run_ms() == 0) st->set_run_ms(r.run_ms);
   RETURN_IF_ERROR(Append(std::move(ev), {.evaluation = &r}));
+  if (e.final_measurement) {
+    // The job's result, not one of its search's evaluations (not counted).
+    progress_->Update([&](ProgressSnapshot& s) {
+      s.final_speedup = r.speedup;
+      s.final_evaluation_id = e.evaluation_id;
+      s.final_status = res.status();
+      s.final_roofline_fraction = r.roofline_fraction.value_or(0);
+      s.final_candidate_sha256 = e.candidate_sha256;
+    });
+    if (metrics_ != nullptr) metrics_->EvaluationFinished(r.status);
+    return absl::OkStatus();
+  }
   last_evaluation_id_ = e.evaluation_id;
   last_roofline_fraction_ = r.roofline_fraction.value_or(0);
   progress_->Update([&](ProgressSnapshot& s) {
     ++s.evaluations;
     s.last_status = res.status();
+    if (!e.comparable) {
+      ++s.other_settings_evaluations;
+      if (r.correct && r.speedup &&
+          (!s.other_settings_best_speedup || *r.speedup > *s.other_settings_best_speedup)) {
+        s.other_settings_best_speedup = r.speedup;
+      }
+    }
   });
   if (metrics_ != nullptr) metrics_->EvaluationFinished(r.status);
   return absl::OkStatus();

@@ -56,6 +56,15 @@ struct ProgressSnapshot {
   // it will never run this configuration) and the first refusal's message.
   int32_t refused = 0;
   std::string first_refusal;
+  // Search evaluations at other settings than the job's (not comparable).
+  int32_t other_settings_evaluations = 0;
+  std::optional<double> other_settings_best_speedup;
+  // The final fresh re-measurement (an entry with final_measurement set).
+  std::optional<double> final_speedup;
+  std::string final_evaluation_id;
+  v1::EvaluationResult::Status final_status = v1::EvaluationResult::STATUS_UNSPECIFIED;
+  double final_roofline_fraction = 0;
+  std::string final_candidate_sha256;
 };
 
 class JobProgress {

@@ -150,21 +150,29 @@ TEST_F(OrchestratorTest, SearchJobRunsToCompletionWithEverythingStoredAndStreame
   EXPECT_GT(done->evaluations(), 0);
   EXPECT_LE(done->evaluations(), 10);
   EXPECT_GT(done->turns(), 0);
-  ASSERT_TRUE(done->has_best_speedup());
-  EXPECT_FALSE(done->best_candidate_sha256().empty());
+  // Its rungs time with other iteration counts than the job's: none is the
+  // job's best; the result is the final fresh re-measurement (#18 item 5).
+  EXPECT_FALSE(done->has_best_speedup());
+  EXPECT_EQ(done->other_settings_evaluations(), done->evaluations());
+  ASSERT_TRUE(done->has_final_speedup());
+  EXPECT_EQ(done->final_status(), v1::EvaluationResult::OK);
+  EXPECT_FALSE(done->final_candidate_sha256().empty());
   EXPECT_FALSE(done->stop_reason().empty());
 
   // Everything in SQLite.
   const std::string& id = done->id();
   EXPECT_EQ(Count(db(), "SELECT COUNT(*) FROM turns WHERE job_id='" + id + "'"), done->turns());
-  EXPECT_EQ(Count(db(), "SELECT COUNT(*) FROM evaluations WHERE job_id='" + id + "'"),
+  EXPECT_EQ(Count(db(), "SELECT COUNT(*) FROM evaluations WHERE job_id='" + id +
+                            "' AND role='search'"),
             done->evaluations());
+  EXPECT_EQ(Text(db(), "SELECT id FROM evaluations WHERE job_id='" + id + "' AND role='final'"),
+            done->final_evaluation_id() + "\n");
   EXPECT_EQ(Count(db(), "SELECT COUNT(*) FROM evaluations e LEFT JOIN candidates c ON "
                         "c.sha256 = e.candidate_sha256 WHERE c.sha256 IS NULL"),
             0);
   EXPECT_EQ(Count(db(), "SELECT COUNT(*) FROM events WHERE job_id='" + id +
                             "' AND type='evaluation_finished'"),
-            done->evaluations());
+            done->evaluations() + 1);  // and the final measurement's
   EXPECT_EQ(Text(db(), "SELECT state FROM jobs WHERE id='" + id + "'"), "succeeded\n");
 
   // The live watcher saw every event in order and ended with the job.
@@ -190,9 +198,15 @@ TEST_F(OrchestratorTest, SearchJobRunsToCompletionWithEverythingStoredAndStreame
   treq.set_include_sources(true);
   v1::Trajectory traj;
   ASSERT_TRUE(stub_->GetTrajectory(&ctx, treq, &traj).ok());
-  EXPECT_EQ(traj.evaluations_size(), done->evaluations());
+  // The search's evaluations and the final measurement, flagged; the rungs
+  // (other settings) make no best-so-far curve.
+  ASSERT_EQ(traj.evaluations_size(), done->evaluations() + 1);
+  EXPECT_TRUE(traj.evaluations(done->evaluations()).final_measurement());
+  EXPECT_EQ(traj.evaluations(done->evaluations()).id(), done->final_evaluation_id());
+  EXPECT_TRUE(traj.evaluations(0).other_settings());
+  EXPECT_EQ(traj.evaluations(0).timed_iters(), 10);
   EXPECT_EQ(traj.turns_size(), done->turns());
-  EXPECT_FALSE(traj.best_curve().empty());
+  EXPECT_TRUE(traj.best_curve().empty());
   ASSERT_FALSE(traj.candidates().empty());
   EXPECT_EQ(Sha256Hex(traj.candidates(0).source()), traj.candidates(0).sha256());
 }
@@ -220,7 +234,9 @@ TEST_F(OrchestratorTest, LlmJobRecordsEveryCallAndNeverStoresTheKey) {
                             "' AND length(prompt) > 100 AND length(reply) > 20"),
             3);
   EXPECT_EQ(Count(db(), "SELECT COUNT(*) FROM turns WHERE job_id='" + id + "'"), 3);
-  EXPECT_EQ(Count(db(), "SELECT COUNT(*) FROM evaluations WHERE job_id='" + id + "'"), 3);
+  EXPECT_EQ(Count(db(), "SELECT COUNT(*) FROM evaluations WHERE job_id='" + id +
+                            "' AND role='search'"),
+            3);
   EXPECT_EQ(Count(db(), "SELECT COUNT(*) FROM events WHERE job_id='" + id + "' AND type='llm_call'"),
             3);
   // The key reached the provider but no row of any table.
@@ -578,7 +594,8 @@ TEST_F(OrchestratorTest, TwoHundredConcurrentLlmJobsCompleteWithBoundedMemory) {
     ExpectContiguous(w.events, 1);
   }
   EXPECT_EQ(Count(db(), "SELECT COUNT(*) FROM llm_calls"), 2 * kJobs);
-  EXPECT_EQ(Count(db(), "SELECT COUNT(*) FROM evaluations"), 2 * kJobs);
+  EXPECT_EQ(Count(db(), "SELECT COUNT(*) FROM evaluations WHERE role='search'"), 2 * kJobs);
+  EXPECT_EQ(Count(db(), "SELECT COUNT(*) FROM evaluations WHERE role='final'"), kJobs);
   EXPECT_EQ(Count(db(), "SELECT COUNT(*) FROM jobs WHERE state = 'succeeded'"), kJobs);
   std::printf("[ metrics  ] 200 jobs: RSS before %lld KiB, peak %lld KiB (+%lld KiB)\n",
               static_cast<long long>(rss_before), static_cast<long long>(rss_peak),

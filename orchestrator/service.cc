@@ -5,8 +5,6 @@
 
 #include <cmath>
 #include <deque>
-#include <map>
-#include <set>
 
 #include "absl/strings/str_cat.h"
 #include "common/grpc_status.h"
@@ -251,79 +249,16 @@ grpc::ServerUnaryReactor* OrchestratorService::AnalyzePlateau(
 
 absl::Status OrchestratorService::DoGetTrajectory(const v1::GetTrajectoryRequest& req,
                                                   v1::Trajectory* resp) {
-  ASSIGN_OR_RETURN(*resp->mutable_job(), deps_.jobs->Get(req.job_id()));
-  storage::TrajectoryStore& store = *deps_.store;
-  ASSIGN_OR_RETURN(storage::JobRecord record, store.GetJob(req.job_id()));
-  ASSIGN_OR_RETURN(auto turns, store.ListTurns(req.job_id()));
-  for (const auto& t : turns) {
-    auto* p = resp->add_turns();
-    p->set_id(t.id);
-    p->set_index(t.index);
-    p->set_elapsed_ms(t.elapsed_ms);
-    p->set_note(t.note);
-  }
-  ASSIGN_OR_RETURN(auto calls, store.ListLlmCalls(req.job_id()));
-  for (const auto& c : calls) {
-    auto* p = resp->add_llm_calls();
-    p->set_id(c.id);
-    p->set_turn_id(c.turn_id);
-    p->set_provider(c.provider == "anthropic" ? v1::PROVIDER_ANTHROPIC
-                    : c.provider == "openai"  ? v1::PROVIDER_OPENAI
-                                              : v1::PROVIDER_UNSPECIFIED);
-    p->set_model(c.model);
-    if (req.include_llm_text()) {
-      p->set_prompt(c.prompt);
-      p->set_reply(c.reply);
-    }
-    p->set_prompt_tokens(c.prompt_tokens);
-    p->set_completion_tokens(c.completion_tokens);
-    p->set_latency_ms(c.latency_ms);
-    p->set_cost_usd(c.cost_usd);
-    p->set_attempts(c.attempts);
-    p->set_error(c.error);
-    p->set_elapsed_ms(c.elapsed_ms);
-  }
-  ASSIGN_OR_RETURN(auto evals, store.ListEvaluations(req.job_id()));
-  // active_s as the plateau analysis defines it (plateau_loader.h).
-  storage::JobTrajectory traj =
-      storage::TrajectoryFromRecords(record, evals, SystemClock::Get()->NowWallMicros());
-  std::set<std::string> shas;
-  double best = 0;
-  for (size_t i = 0; i < evals.size(); ++i) {
-    const auto& e = evals[i];
-    auto* p = resp->add_evaluations();
-    p->set_id(e.id);
-    p->set_turn_id(e.turn_id);
-    p->set_candidate_sha256(e.candidate_sha256);
-    v1::EvaluationResult::Status st = v1::EvaluationResult::STATUS_UNSPECIFIED;
-    v1::EvaluationResult::Status_Parse(e.status, &st);
-    p->set_status(st);
-    if (e.speedup) p->set_speedup(*e.speedup);
-    p->set_elapsed_ms(e.elapsed_ms);
-    if (i < traj.points.size()) p->set_active_s(traj.points[i].active_s);
-    p->mutable_stages()->set_queue_ms(e.queue_ms);
-    p->mutable_stages()->set_compile_ms(e.compile_ms);
-    p->mutable_stages()->set_run_ms(e.run_ms);
-    p->set_executor(e.executor);
-    if (req.include_results() && !e.result_json.empty()) {
-      RETURN_IF_ERROR(FromJson(e.result_json, p->mutable_result()));
-    }
-    shas.insert(e.candidate_sha256);
-    if (e.correct && e.speedup && *e.speedup > best) {
-      best = *e.speedup;
-      auto* c = resp->add_best_curve();
-      c->set_t_s(static_cast<double>(e.elapsed_ms) / 1e3);
-      c->set_best_speedup(best);
-    }
-  }
-  for (const auto& sha : shas) {
-    auto* c = resp->add_candidates();
-    c->set_sha256(sha);
-    if (req.include_sources()) {
-      ASSIGN_OR_RETURN(storage::CandidateRecord rec, store.GetCandidate(sha));
-      c->set_source(rec.source);
-    }
-  }
+  // The job as GetJob shows it (live progress while it runs), the rest from
+  // the store through the one conversion the CLI's offline commands share.
+  ASSIGN_OR_RETURN(v1::Job job, deps_.jobs->Get(req.job_id()));
+  convert::TrajectoryOptions options;
+  options.include_sources = req.include_sources();
+  options.include_llm_text = req.include_llm_text();
+  options.include_results = req.include_results();
+  ASSIGN_OR_RETURN(*resp, convert::LoadTrajectory(*deps_.store, req.job_id(), options,
+                                                  SystemClock::Get()->NowWallMicros()));
+  *resp->mutable_job() = std::move(job);
   return absl::OkStatus();
 }
 
