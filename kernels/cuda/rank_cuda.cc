@@ -161,7 +161,10 @@ class CudaRank {
       Reply hello;
       std::memset(&hello, 0, sizeof hello);
       hello.op = kOpHello;
-      if (auto st = HardenCandidateProcess(); !st.ok()) {
+      // No Landlock here (libcuda writes /proc/self/task/<tid>/comm; see
+      // containment.h).
+      if (auto st = HardenCandidateProcess(/*drop_root=*/false, /*forbid_proc_writes=*/false);
+          !st.ok()) {
         hello.rc = kRcHarness;
         snprintf(hello.message, sizeof hello.message, "%s", std::string(st.message()).c_str());
       }

@@ -205,7 +205,7 @@ bool ForbidProcWrites() {
 
 }  // namespace
 
-absl::Status HardenCandidateProcess(bool drop_root) {
+absl::Status HardenCandidateProcess(bool drop_root, bool forbid_proc_writes) {
   // First victim of any out-of-memory kill, and so are its children (the
   // value is inherited): memory a candidate holds in unmapped memfds or
   // shmem counts for no process, so without this the OOM killer picks the
@@ -229,7 +229,7 @@ absl::Status HardenCandidateProcess(bool drop_root) {
   }
   if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
     return absl::InternalError(fmt::format("no_new_privs: {}", strerror(errno)));
-  if (!ForbidProcWrites())
+  if (forbid_proc_writes && !ForbidProcWrites())
     fprintf(stderr, "pkforge: no Landlock in this kernel: a candidate can lower its own "
                     "oom_score_adj (docs/threat-model.md)\n");
   // Capabilities. As root outside a sandbox a candidate would otherwise hold

@@ -52,7 +52,14 @@ absl::Status MakeNonDumpable();
 // owned by root (cgroup controls, the operator's files) are not writable by
 // the candidate even without capabilities. Skipped where no such uid is
 // mapped (inside the sandbox's user namespace there is nothing to gain).
-absl::Status HardenCandidateProcess(bool drop_root = false);
+// forbid_proc_writes: no file under /proc may be opened for writing by this
+// process or anything it starts (Landlock, where the kernel has it), so the
+// oom_score_adj of 1000 set here stays. Off for cuda ranks: libcuda names its
+// threads through /proc/self/task/<tid>/comm and fails to initialize when it
+// cannot (cudaErrorOperatingSystem, seen on the H200); a rule for task/
+// would also open task/<tid>/oom_score_adj. There the executor's memory
+// cgroup is the defence (docs/threat-model.md).
+absl::Status HardenCandidateProcess(bool drop_root = false, bool forbid_proc_writes = true);
 
 class CandidateProcesses {
  public:
