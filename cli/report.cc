@@ -547,7 +547,9 @@ absl::StatusOr<std::string> RenderJobReport(const v1::Trajectory& traj,
 
   // Header.
   const std::string best =
-      job.has_best_speedup() ? fmt::format("{:.3f}x", job.best_speedup()) : "none correct";
+      job.has_best_speedup()                  ? fmt::format("{:.3f}x", job.best_speedup())
+      : job.other_settings_evaluations() > 0 ? "none at the job's settings"
+                                              : "none correct";
   absl::StrAppend(&h, "<header><h1>", E(spec.problem()), " <span class=\"sub mono\">",
                   E(job.id()), "</span></h1>\n<div class=\"sub\">",
                   E(StateText(job.state())),
@@ -597,7 +599,8 @@ absl::StatusOr<std::string> RenderJobReport(const v1::Trajectory& traj,
   kv("budget", E(BudgetText(spec.budget())));
   kv("state", E(StateText(job.state())));
   kv("run time", E(Seconds(static_cast<double>(job.elapsed_ms()) / 1e3)));
-  kv("evaluations", E(absl::StrCat(traj.evaluations_size())));
+  kv("evaluations", E(absl::StrCat(job.evaluations(),
+                                   job.final_evaluation_id().empty() ? "" : " + 1 re-measurement")));
   kv("turns", E(absl::StrCat(job.turns())));
   kv("tokens / cost", E(fmt::format("{} / ${:.4f}", job.tokens(), job.cost_usd())));
   h += "</div></header>\n";

@@ -151,6 +151,11 @@ class Client:
                 "best_speedup": j.best_speedup if j.HasField("best_speedup") else None,
                 "best_candidate_sha256": j.best_candidate_sha256, "error": j.error,
                 "stop_reason": j.stop_reason,
+                # The job's result: one fresh re-measurement of its chosen
+                # candidate (best_speedup is the best of many measurements).
+                "final_speedup": j.final_speedup if j.HasField("final_speedup") else None,
+                "final_evaluation_id": j.final_evaluation_id,
+                "other_settings_evaluations": j.other_settings_evaluations,
             })
         return pd.DataFrame(rows)
 
@@ -205,11 +210,17 @@ class Client:
             include_results=include_results))
 
     def trajectory_df(self, job_id: str) -> pd.DataFrame:
-        """The job's evaluations in elapsed order, with best-so-far."""
+        """The job's evaluations in elapsed order, with best-so-far.
+
+        best_so_far is over the evaluations at the job's own settings
+        (other_settings False: not a search rung timed with other iteration
+        counts) of its search (final_measurement False: not the job's final
+        re-measurement), as the orchestrator's curves."""
         rows, best = [], None
         for e in self.trajectory(job_id).evaluations:
             ok = e.status == common.EvaluationResult.OK and e.HasField("speedup")
-            if ok and (best is None or e.speedup > best):
+            if ok and not e.other_settings and not e.final_measurement and (
+                    best is None or e.speedup > best):
                 best = e.speedup
             rows.append({
                 "evaluation_id": e.id, "elapsed_s": e.elapsed_ms / 1000.0, "active_s": e.active_s,
@@ -218,7 +229,9 @@ class Client:
                 "speedup": e.speedup if e.HasField("speedup") else None, "best_so_far": best,
                 "queue_ms": e.stages.queue_ms, "compile_ms": e.stages.compile_ms,
                 "run_ms": e.stages.run_ms, "executor": e.executor,
-                "candidate_sha256": e.candidate_sha256,
+                "candidate_sha256": e.candidate_sha256, "timed_iters": e.timed_iters,
+                "trials": e.trials, "other_settings": e.other_settings,
+                "final_measurement": e.final_measurement,
             })
         return pd.DataFrame(rows)
 

@@ -123,6 +123,8 @@ def read_db(path, immutable: Optional[bool] = None) -> Database:
         conn.close()
     ev = frames["evaluations"]
     ev["correct"] = ev["correct"].astype(bool)
+    ev["comparable"] = ev["comparable"].astype(bool)
+    _add_job_results(frames["jobs"], ev)
     return Database(path=str(path), schema_version=version, **frames)
 
 
@@ -149,3 +151,18 @@ def _fill_later_columns(frames: dict, conn: sqlite3.Connection) -> None:
         ev["trials"] = 0
         ev["comparable"] = 1
         ev["role"] = "search"
+
+
+def _add_job_results(jobs: pd.DataFrame, ev: pd.DataFrame) -> None:
+    """Per job, as the API's Job: its result (the latest final re-measurement,
+    role 'final') and its search evaluations at other settings than its own
+    (comparable 0: successive-halving rungs, kept off the best-so-far axis)."""
+    final = ev[ev["role"] == "final"].drop_duplicates("job_id", keep="last").set_index("job_id")
+    jobs["final_evaluation_id"] = jobs["id"].map(final["id"]).fillna("")
+    jobs["final_status"] = jobs["id"].map(final["status"]).fillna("")
+    jobs["final_speedup"] = jobs["id"].map(final["speedup"])
+    other = ev[(ev["role"] == "search") & ~ev["comparable"]]
+    jobs["other_settings_evaluations"] = (
+        jobs["id"].map(other.groupby("job_id").size()).fillna(0).astype(int))
+    jobs["other_settings_best_speedup"] = jobs["id"].map(
+        other[other["correct"]].groupby("job_id")["speedup"].max())

@@ -46,6 +46,12 @@ def best_so_far(evaluations: pd.DataFrame, axis: str = "elapsed") -> pd.DataFram
         return pd.DataFrame(columns=CURVE_COLUMNS + ["evaluation_id"])
     t = _active_seconds(ev) if axis == "active" else ev["elapsed_ms"].clip(lower=0) / 1000.0
     ok = ev["correct"].astype(bool) & ev["speedup"].notna()
+    # One axis: the search's evaluations at the job's own settings (not the
+    # rungs timed with other iteration counts, not the final re-measurement).
+    if "comparable" in ev:
+        ok &= ev["comparable"].astype(bool)
+    if "role" in ev:
+        ok &= ev["role"] == "search"
     rows = []
     for job_id, g in ev[ok].groupby("job_id", sort=False):
         best = 0.0

@@ -16,7 +16,10 @@ def test_search_job_runs_to_the_end_and_reads_back(client, finished_job):
     assert events[-1].HasField("state_changed")
     assert events[-1].state_changed.state == pb.JOB_STATE_SUCCEEDED
     finished = [e for e in events if e.HasField("evaluation_finished")]
-    assert len(finished) == job.evaluations
+    # The search's evaluations and the job's final fresh re-measurement.
+    assert len(finished) == job.evaluations + 1
+    assert [e.evaluation_finished.final_measurement for e in finished].count(True) == 1
+    assert job.HasField("final_speedup") and job.final_evaluation_id
 
     assert job.id in [j.id for j in client.jobs(label="pytest")]
     df = client.jobs_df(label="pytest")
@@ -24,10 +27,14 @@ def test_search_job_runs_to_the_end_and_reads_back(client, finished_job):
     assert df.loc[0, "state"] == "JOB_STATE_SUCCEEDED"
 
     traj = client.trajectory(job.id, include_sources=True)
-    assert len(traj.evaluations) == job.evaluations
+    assert len(traj.evaluations) == job.evaluations + 1
+    assert traj.evaluations[-1].final_measurement
     assert any("pkf_" in c.source for c in traj.candidates)
     tdf = client.trajectory_df(job.id)
-    assert len(tdf) == job.evaluations
+    assert len(tdf) == job.evaluations + 1
+    assert int(tdf["other_settings"].sum()) == job.other_settings_evaluations
+    assert client.jobs_df(label="pytest").loc[0, "final_speedup"] == pytest.approx(
+        job.final_speedup)
     assert set(tdf["status"]) <= set(common_pb2.EvaluationResult.Status.keys())
     if job.HasField("best_speedup"):
         assert tdf["best_so_far"].max() == pytest.approx(job.best_speedup)

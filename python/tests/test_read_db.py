@@ -36,7 +36,13 @@ def test_read_live_database(daemons, finished_job, tmp_path):
     assert row["state"] == "succeeded"
     assert row["problem"] == "allreduce" and row["world_size"] == 2
     ev = db.evaluations[db.evaluations["job_id"] == job.id]
-    assert len(ev) == job.evaluations
+    assert len(ev[ev["role"] == "search"]) == job.evaluations
+    # The final fresh re-measurement is a row of its own and the job's result.
+    assert list(ev[ev["role"] == "final"]["id"]) == [job.final_evaluation_id]
+    assert row["final_evaluation_id"] == job.final_evaluation_id
+    assert row["final_speedup"] == pytest.approx(job.final_speedup)
+    assert row["other_settings_evaluations"] == job.other_settings_evaluations
+    assert int((~ev["comparable"]).sum()) == job.other_settings_evaluations
     assert set(ev["candidate_sha256"]) <= set(db.candidates["sha256"])
     assert list(db.events[db.events["job_id"] == job.id]["seq"]) == [e.seq for e in events]
     assert list(db.events[db.events["job_id"] == job.id]["type"]) == [
@@ -117,6 +123,11 @@ def test_older_schema_versions_read_with_later_columns_filled(daemons, finished_
     _copy(daemons["db"], path)
     with sqlite3.connect(path) as conn:  # back to schema v2: no attempts, no client_request_id
         conn.executescript("""
+            DELETE FROM evaluations WHERE role = 'final';
+            ALTER TABLE evaluations DROP COLUMN timed_iters;
+            ALTER TABLE evaluations DROP COLUMN trials;
+            ALTER TABLE evaluations DROP COLUMN comparable;
+            ALTER TABLE evaluations DROP COLUMN role;
             DROP INDEX jobs_by_client_request_id;
             ALTER TABLE jobs DROP COLUMN client_request_id;
             ALTER TABLE llm_calls DROP COLUMN attempts;
@@ -129,6 +140,9 @@ def test_older_schema_versions_read_with_later_columns_filled(daemons, finished_
     assert db.schema_version == 2
     assert list(db.jobs["client_request_id"].unique()) == [""]
     assert "attempts" in db.llm_calls.columns
+    # v5's columns as the migration fills them: comparable search evaluations.
+    assert db.evaluations["comparable"].all() and set(db.evaluations["role"]) <= {"search"}
+    assert db.job(job.id)["final_evaluation_id"] == ""
     assert job.id in list(db.jobs["id"])
     assert path.read_bytes() == before
     with pkforge.connect_ro(path) as conn:
