@@ -31,6 +31,7 @@
 #include "gtest/gtest.h"
 #include "kernels/harness/launch_test_util.h"
 #include "kernels/harness/problem.h"
+#include "kernels/harness/protocol.h"
 
 namespace pkforge::kernels {
 namespace {
@@ -557,6 +558,31 @@ std::vector<std::string> PolicyAccepted(const std::string& candidate, int min_wo
     }
   }
   return accepted;
+}
+
+// Every output tensor is verified: a rank's reply carries at most
+// kMaxOutputs check records (rank.cc / rank_cuda.cc Check: n_checks =
+// min(outputs, kMaxOutputs)), so outputs past the 4th of a problem would
+// never be compared and a candidate could leave them unwritten and pass
+// (moe_token_preprocess has exactly 4 today). Guards every problem added
+// to the registry, at every world size it allows up to 8.
+TEST(RedTeam, EveryOutputTensorIsVerified) {
+  std::vector<std::string> unchecked;
+  for (const Problem* p : Problems()) {
+    for (int w = std::max(1, p->min_world); w <= std::min(8, p->max_world); ++w) {
+      auto dims = ResolveSize(*p, "tiny", w);
+      if (!dims.ok()) continue;
+      for (int r = 0; r < w; ++r) {
+        const RankSpec spec = p->spec(*dims, w, r);
+        if (spec.out.size() > static_cast<size_t>(kMaxOutputs))
+          unchecked.push_back(fmt::format("{} w={} rank {}: {} outputs", p->name, w, r,
+                                          spec.out.size()));
+      }
+    }
+  }
+  EXPECT_TRUE(unchecked.empty()) << "outputs past the " << kMaxOutputs
+                                 << "th are never verified:\n  "
+                                 << fmt::format("{}", fmt::join(unchecked, "\n  "));
 }
 
 TEST(RedTeam, OutputPolicyEveryProblemRejectsZeros) {
