@@ -4,6 +4,7 @@
 #include "agent/search_agent.h"
 
 #include <regex>
+#include <set>
 
 #include "agent/agent.h"
 #include "agent/kernel_templates.h"
@@ -107,6 +108,48 @@ TEST_F(SearchAgentTest, HalvingFindsTheFastestConfigurationAndImprovesOnTheBasel
   EXPECT_GT(*r->best_speedup, evals[0].result.speedup());
   EXPECT_NE(sink_.turns()[1].note.find("rung 1: 6 configurations, 30 timed iterations"),
             std::string::npos);
+}
+
+// Issue #18 item 5: rungs timed with other iteration counts than the job's
+// are recorded as not comparable and never make the job's best (no
+// best_improved from them); the agent's choice is still the final rung's
+// winner, the candidate the orchestrator re-measures.
+TEST_F(SearchAgentTest, RungsAtOtherSettingsAreNotComparableAndMakeNoBest) {
+  FakeEvaluator eval(ModelSpeedup);
+  v1::JobSpec spec = Spec();
+  spec.mutable_eval()->set_timed_iters(10);  // rung 0 runs at the job's own setting
+  auto r = Run(spec, &eval);
+  ASSERT_TRUE(r.ok()) << r.status();
+  const auto evals = sink_.evaluations();
+  ASSERT_EQ(evals.size(), 16u + 6 + 2 + 1);
+  std::set<std::string> comparable;
+  for (size_t i = 0; i < evals.size(); ++i) {
+    EXPECT_EQ(evals[i].timed_iters, i < 16 ? 10 : i < 22 ? 30 : i < 24 ? 90 : 270) << i;
+    EXPECT_EQ(evals[i].comparable, i < 16) << i;
+    EXPECT_FALSE(evals[i].final_measurement);
+    if (evals[i].comparable) comparable.insert(evals[i].evaluation_id);
+  }
+  ASSERT_FALSE(sink_.improvements().empty());
+  for (const auto& b : sink_.improvements()) {
+    EXPECT_EQ(comparable.count(b.evaluation_id), 1u) << "a rung at other settings improved the best";
+  }
+  EXPECT_EQ(r->best_evaluation_id, evals.back().evaluation_id);  // the final rung decides
+
+  // With the executor's default as the job's setting, no rung is comparable.
+  RecordingSink other;
+  FakeEvaluator eval2(ModelSpeedup);
+  AgentEnv env;
+  env.job_id = NewId("job");
+  env.spec = Spec();
+  env.evaluator = &eval2;
+  env.sink = &other;
+  auto agent = MakeAgent(env, AgentOptions());
+  ASSERT_TRUE(agent.ok());
+  auto r2 = (*agent)->Run();
+  ASSERT_TRUE(r2.ok());
+  EXPECT_TRUE(other.improvements().empty());
+  ASSERT_TRUE(r2->best_speedup.has_value());
+  EXPECT_NE(r2->best_candidate_sha256, "");
 }
 
 TEST_F(SearchAgentTest, FailedConfigurationsAreDropped) {
