@@ -499,6 +499,16 @@ TEST(RedTeamPending, sysv_shm_oom_blame) {
   for (int i = 0; i < 300 && rmdir(cg.c_str()) != 0 && errno == EBUSY; ++i) usleep(10000);
 }
 
+// A helper PROCESS started in pkf_setup, idle between calls (round 3 finding
+// 6): candidate.h does not forbid it, the judge convicts it (outlived_call).
+// Pending a decision: OK if helper processes become allowed like threads;
+// if candidate.h forbids them instead, expect Cheat({"outlived_call"}).
+TEST(RedTeamPending, control_helper_process) {
+  if (getenv("PKFORGE_REDTEAM_PENDING") == nullptr)
+    GTEST_SKIP() << "round 3 finding 6 (policy decision); PKFORGE_REDTEAM_PENDING=1 runs it";
+  Expect("control_helper_process", {kOk});
+}
+
 // Batch look-ahead (round 3 findings 1 and 2): every input set of a timed
 // batch exists before the batch, and the judge sees outputs only before the
 // batch and after it. Fused: the first call computes every call of the batch
