@@ -15,6 +15,7 @@
 #include <sstream>
 #include <string>
 
+#include "cli/testing/cli_test_util.h"
 #include "common/ids.h"
 #include "common/sha256.h"
 #include "gtest/gtest.h"
@@ -35,16 +36,8 @@ struct CmdResult {
 CmdResult Pkforge(const std::string& args) {
   std::string prefix;
   if (geteuid() == 0) prefix = "setpriv --reuid=65534 --regid=65534 --clear-groups ";
-  std::string cmd = prefix + std::string(PKFORGE_BIN) + " " + args + " 2>&1";
-  CmdResult r;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return r;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof(buf), p)) > 0) r.out.append(buf, n);
-  int status = pclose(p);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  return r;
+  test_util::Cmd c = test_util::Shell(prefix + std::string(PKFORGE_BIN) + " " + args + " 2>&1");
+  return {c.rc, c.out};
 }
 
 std::string ReadBytes(const std::string& path) {
@@ -102,8 +95,7 @@ class AnalysisDbTest : public ::testing::Test {
 
   // The file as `chmod 0444` in a `chmod 0555` folder, and what it held.
   void MakeReadOnly() {
-    ASSERT_EQ(chmod(db_.c_str(), 0444), 0);
-    ASSERT_EQ(chmod(ro_.c_str(), 0555), 0);
+    ASSERT_TRUE(test_util::MakeReadOnly(db_).ok());
     bytes_ = ReadBytes(db_);
     listing_ = Listing(ro_);
   }

@@ -9,6 +9,7 @@
 #include <sstream>
 #include <string>
 
+#include "cli/testing/cli_test_util.h"
 #include "common/ids.h"
 #include "common/sha256.h"
 #include "gtest/gtest.h"
@@ -26,16 +27,8 @@ struct CmdResult {
 };
 
 CmdResult Pkforge(const std::string& args) {
-  std::string cmd = std::string(PKFORGE_BIN) + " " + args + " 2>&1";
-  CmdResult r;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return r;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof(buf), p)) > 0) r.out.append(buf, n);
-  int status = pclose(p);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  return r;
+  test_util::Cmd c = test_util::Shell(std::string(PKFORGE_BIN) + " " + args + " 2>&1");
+  return {c.rc, c.out};
 }
 
 class CliTest : public ::testing::Test {

@@ -31,6 +31,7 @@
 #include "absl/strings/str_cat.h"
 #include "executor/config.h"
 #include "executor/server.h"
+#include "cli/testing/cli_test_util.h"
 #include "orchestrator/testing/test_util.h"
 
 namespace pkforge::cli {
@@ -168,26 +169,16 @@ class ReflectionTest : public ::testing::Test {
  protected:
   void SetUp() override {
     dir_ = orchestrator::testing::MakeTempDir("pkf_reflection");
-    executor::ExecutorConfig c;
-    c.listen = "127.0.0.1:0";
-    c.data_dir = dir_ + "/executor";
-    c.gpus = "none";
-    c.nvcc = "none";
-    c.measure_ceilings = false;
-    c.host_slots = 1;
-    c.worker_path = std::string(PKFORGE_BIN_DIR) + "/pkforge-worker";
-    absl::Status fin = executor::Finalize(&c, std::string(PKFORGE_BIN_DIR) + "/pkforge-executor");
-    ASSERT_TRUE(fin.ok()) << fin;
-    auto ex = executor::ExecutorServer::Start(c);
-    ASSERT_TRUE(ex.ok()) << ex.status();
-    executor_ = std::move(*ex);
     // The orchestrator as its real binary, as an operator runs it.
-    auto orch = orchestrator::testing::ChildProcess::Start(
-        {PKFORGE_ORCH_BIN, "--executor", executor_->address(), "--listen", "127.0.0.1:0", "--db",
-         dir_ + "/traj.db"},
-        30, dir_ + "/orchestrator.log");
-    ASSERT_TRUE(orch.ok()) << orch.status();
-    orchestrator_ = std::move(*orch);
+    test_util::DaemonOptions o;
+    o.dir = dir_;
+    o.orchestrator_bin = PKFORGE_ORCH_BIN;
+    o.bin_dir = PKFORGE_BIN_DIR;
+    o.orchestrator_args.clear();
+    auto d = test_util::StartDaemons(o);
+    ASSERT_TRUE(d.ok()) << d.status();
+    executor_ = std::move(d->executor);
+    orchestrator_ = std::move(d->orchestrator);
   }
   void TearDown() override {
     orchestrator_.reset();

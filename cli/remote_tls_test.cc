@@ -17,6 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "executor/config.h"
 #include "executor/server.h"
+#include "cli/testing/cli_test_util.h"
 #include "orchestrator/testing/test_util.h"
 #include "orchestrator/testing/tls_certs.h"
 
@@ -41,39 +42,27 @@ class RemoteTlsTest : public ::testing::Test {
     token_file_ = new std::string(Write("client.token", "client-token-7c1e55\n"));
     const std::string executor_token = Write("executor.token", "executor-token-90ab3f\n");
 
-    executor::ExecutorConfig c;
-    c.listen = "127.0.0.1:0";
-    c.data_dir = *dir_ + "/executor";
-    c.gpus = "none";
-    c.nvcc = "none";
-    c.measure_ceilings = false;
-    c.host_slots = 1;
-    c.default_timeout_s = 20;
-    c.worker_path = std::string(PKFORGE_BIN_DIR) + "/pkforge-worker";
-    c.max_file_mb = 64;
-    c.tmpfs_mb = 128;
-    c.run_memory_mb = 4096;
-    c.token_file = executor_token;
-    c.tls_cert_file = certs_->server_cert;
-    c.tls_key_file = certs_->server_key;
-    absl::Status fin = executor::Finalize(&c, std::string(PKFORGE_BIN_DIR) + "/pkforge-executor");
-    ASSERT_TRUE(fin.ok()) << fin;
-    auto ex = executor::ExecutorServer::Start(c);
-    ASSERT_TRUE(ex.ok()) << ex.status();
-    executor_ = ex->release();
-
     // The orchestrator reaches the executor over TLS with the executor's
     // token (--executor-tls-ca, --executor-token-file), and serves TLS with
     // its own client token.
-    auto orch = ChildProcess::Start(
-        {PKFORGE_ORCH_BIN, "--executor", executor_->address(), "--executor-tls-ca", certs_->ca,
-         "--executor-token-file", executor_token, "--listen", "127.0.0.1:0", "--db",
-         *dir_ + "/traj.db", "--token-file", *token_file_, "--tls-cert", certs_->server_cert,
-         "--tls-key", certs_->server_key, "--heartbeat-interval", "0.2", "--health-interval",
-         "0.3"},
-        30, *dir_ + "/orchestrator.log");
-    ASSERT_TRUE(orch.ok()) << orch.status();
-    orchestrator_ = orch->release();
+    test_util::DaemonOptions o;
+    o.dir = *dir_;
+    o.orchestrator_bin = PKFORGE_ORCH_BIN;
+    o.bin_dir = PKFORGE_BIN_DIR;
+    o.executor_timeout_s = 20;
+    o.configure_executor = [&](executor::ExecutorConfig* c) {
+      c->token_file = executor_token;
+      c->tls_cert_file = certs_->server_cert;
+      c->tls_key_file = certs_->server_key;
+    };
+    o.orchestrator_args = {"--executor-tls-ca", certs_->ca, "--executor-token-file",
+                           executor_token, "--token-file", *token_file_, "--tls-cert",
+                           certs_->server_cert, "--tls-key", certs_->server_key,
+                           "--heartbeat-interval", "0.2", "--health-interval", "0.3"};
+    auto d = test_util::StartDaemons(o);
+    ASSERT_TRUE(d.ok()) << d.status();
+    executor_ = d->executor.release();
+    orchestrator_ = d->orchestrator.release();
   }
   static void TearDownTestSuite() {
     delete orchestrator_;

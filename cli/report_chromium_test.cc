@@ -19,6 +19,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/ids.h"
 #include "common/sha256.h"
+#include "cli/testing/cli_test_util.h"
 #include "executor/config.h"
 #include "executor/server.h"
 #include "orchestrator/testing/test_util.h"
@@ -29,22 +30,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-struct Cmd {
-  int rc = -1;
-  std::string out;
-};
-
-Cmd Sh(const std::string& cmd) {
-  Cmd r;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (p == nullptr) return r;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
-  const int status = pclose(p);
-  r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
+using test_util::Cmd;
+Cmd Sh(const std::string& cmd) { return test_util::Shell(cmd); }
 
 std::string Chromium() {
   for (const char* c : {"chromium", "chromium-headless-shell", "chromium-browser"}) {
@@ -73,29 +60,15 @@ class ReportE2eTest : public ::testing::Test {
   }
 
   void StartDaemons() {
-    executor::ExecutorConfig c;
-    c.listen = "127.0.0.1:0";
-    c.data_dir = dir_ + "/executor";
-    c.gpus = "none";
-    c.nvcc = "none";
-    c.measure_ceilings = false;
-    c.host_slots = 1;
-    c.default_timeout_s = 30;
-    c.worker_path = std::string(PKFORGE_BIN_DIR) + "/pkforge-worker";
-    c.max_file_mb = 64;
-    c.tmpfs_mb = 128;
-    c.run_memory_mb = 4096;
-    absl::Status fin = executor::Finalize(&c, std::string(PKFORGE_BIN_DIR) + "/pkforge-executor");
-    ASSERT_TRUE(fin.ok()) << fin;
-    auto ex = executor::ExecutorServer::Start(c);
-    ASSERT_TRUE(ex.ok()) << ex.status();
-    executor_ = std::move(*ex);
-    auto orch = orchestrator::testing::ChildProcess::Start(
-        {PKFORGE_ORCH_BIN, "--executor", executor_->address(), "--listen", "127.0.0.1:0", "--db",
-         db_, "--heartbeat-interval", "0.2", "--health-interval", "0.3"},
-        30, dir_ + "/orchestrator.log");
-    ASSERT_TRUE(orch.ok()) << orch.status();
-    orchestrator_ = std::move(*orch);
+    test_util::DaemonOptions o;
+    o.dir = dir_;
+    o.db = db_;
+    o.orchestrator_bin = PKFORGE_ORCH_BIN;
+    o.bin_dir = PKFORGE_BIN_DIR;
+    auto d = test_util::StartDaemons(o);
+    ASSERT_TRUE(d.ok()) << d.status();
+    executor_ = std::move(d->executor);
+    orchestrator_ = std::move(d->orchestrator);
   }
 
   // The DOM Chromium built from `file` (after parsing, as a browser sees it).
