@@ -157,6 +157,8 @@ TEST_F(OrchestratorTest, SearchJobRunsToCompletionWithEverythingStoredAndStreame
   ASSERT_TRUE(done->has_final_speedup());
   EXPECT_EQ(done->final_status(), v1::EvaluationResult::OK);
   EXPECT_FALSE(done->final_candidate_sha256().empty());
+  // Fresh: one more run on the executor than the search's evaluations.
+  EXPECT_EQ(executor_->evaluations_finished(), done->evaluations() + 1);
   EXPECT_FALSE(done->stop_reason().empty());
 
   // Everything in SQLite.
@@ -300,6 +302,9 @@ TEST_F(OrchestratorTest, IdleWatchGetsHeartbeatsAndCancelStopsAJobQuickly) {
   EXPECT_EQ(done->state(), v1::JOB_STATE_CANCELLED);
   EXPECT_EQ(done->stop_reason(), "cancelled: test");
   EXPECT_LT(stop_s, 2.0);
+  // A cancelled job is not re-measured: it has no result.
+  EXPECT_EQ(done->final_evaluation_id(), "");
+  EXPECT_FALSE(done->has_final_speedup());
   EXPECT_GE(live.heartbeats, 1);
   ASSERT_FALSE(live.events.empty());
   EXPECT_EQ(live.events.back().state_changed().state(), v1::JOB_STATE_CANCELLED);
