@@ -4,7 +4,8 @@
 // after the batch. From the second batch on (B known: batch_group.h), the
 // first call of a batch enqueues ONE NCCL group with the allreduces of all
 // B calls (one aggregated launch, one synchronization for the batch); the
-// other B-1 calls enqueue nothing. Correct results; the reference pays a
+// other B-1 calls enqueue nothing. (World size 1, the gpu test: one copy
+// kernel for the batch, the allreduce of one rank.) Correct results; the reference pays a
 // launch and a synchronization per call.
 // EXPECT (fixed judge): not OK above the honest candidate's speedup
 // (control_nccl_per_call in the same test), e.g. CHEAT_DETECTED

@@ -69,10 +69,30 @@ static inline bool bg_track(bg_state* s, const pkf_tensor* in, const pkf_tensor*
 }
 static inline void bg_returned(bg_state* s) { s->last_ns = bg_now_ns(); }
 
-// One NCCL group of allreduces for `n` consecutive slots (mod the ring) from
-// `first`: NCCL aggregates a group into one launch.
+// World size 1: the allreduce of one rank is a copy; one kernel copies the
+// outputs of all `n` slots (one launch for the whole batch).
+__global__ void bg_copy_slots(char* base, long long first, long long n, long long ring,
+                              long long stride, long long in_to_out, long long bytes) {
+  for (long long k = blockIdx.y; k < n; k += gridDim.y) {
+    const char* x = base + ((first + k) % ring) * stride;
+    char* y = (char*)x + in_to_out;
+    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < bytes;
+         i += (long long)gridDim.x * blockDim.x)
+      y[i] = x[i];
+  }
+}
+
+// The allreduces of `n` consecutive slots (mod the ring) from `first`: one
+// NCCL group (NCCL aggregates a group's operations), or one copy kernel at
+// world size 1.
 static inline int bg_group(pkf_context* ctx, const bg_state* s, long long first, long long n,
                            const pkf_tensor* out, cudaStream_t st) {
+  if (ctx->world_size == 1) {
+    const long long bytes = (long long)pkf_bytes(&out[0]);
+    bg_copy_slots<<<dim3(4, (unsigned)(n < 1024 ? n : 1024)), 256, 0, st>>>(
+        s->base, first, n, s->ring, s->stride, s->in_to_out, bytes);
+    return cudaGetLastError() == cudaSuccess ? 0 : 14;
+  }
   if (ncclGroupStart() != ncclSuccess) return 11;
   for (long long k = 0; k < n; ++k) {
     char* x = s->base + ((first + k) % s->ring) * s->stride;

@@ -1,7 +1,8 @@
 // ATTACK (cuda, outputs unwritten when the call returns; round 3 finding 2
 // on the GPU). From the second batch on (B known: batch_group.h) every call
 // of a timed batch but the last returns without enqueueing anything; the
-// last call enqueues one NCCL group with the allreduces of all B calls. When
+// last call enqueues one NCCL group with the allreduces of all B calls (one
+// copy kernel at world size 1). When
 // call k's stream is synchronized (the ABI's completion point) its outputs
 // are still poison; the judge snapshots only after the batch.
 // EXPECT (fixed judge): CHEAT_DETECTED poison_unwritten / timed_output_reverify
