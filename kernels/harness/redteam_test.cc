@@ -457,10 +457,8 @@ TEST(RedTeam, oom_adj_reset_blame) {
 // candidate fills its cgroup to 8 MiB short of the limit and returns. Seen
 // (3/3, as root): the judge alone is left and OOM-killed when Finish()
 // allocates 64 MiB for its memcpy measurement: no result (round 3 finding 4).
-// Pending (PKFORGE_REDTEAM_PENDING=1) until the judge is fixed.
-TEST(RedTeamPending, tmpfs_file_oom_blame) {
-  if (getenv("PKFORGE_REDTEAM_PENDING") == nullptr)
-    GTEST_SKIP() << "round 3 finding 4 (not fixed yet); PKFORGE_REDTEAM_PENDING=1 runs it";
+// Fixed: the judge measures its memcpy ceiling before any rank starts.
+TEST(RedTeam, tmpfs_file_oom_blame) {
   const std::string cg = MemoryCgroup("pkf_redteam_oom3", int64_t{300} << 20);
   if (cg.empty()) GTEST_SKIP() << "cannot create a memory cgroup here";
   // Any verdict of the candidate's (OK too: its outputs are right; what the
@@ -479,10 +477,8 @@ TEST(RedTeamPending, tmpfs_file_oom_blame) {
 
 // The same with a System V shared memory segment (outlives its creator; in a
 // bare launch it stays on the host). Result recorded in helper-notes
-// (round 3 finding 5); pending like tmpfs_file_oom_blame.
-TEST(RedTeamPending, sysv_shm_oom_blame) {
-  if (getenv("PKFORGE_REDTEAM_PENDING") == nullptr)
-    GTEST_SKIP() << "round 3 finding 5 (not fixed yet); PKFORGE_REDTEAM_PENDING=1 runs it";
+// (round 3 finding 5); fixed like tmpfs_file_oom_blame.
+TEST(RedTeam, sysv_shm_oom_blame) {
   const std::string cg = MemoryCgroup("pkf_redteam_oom4", int64_t{300} << 20);
   if (cg.empty()) GTEST_SKIP() << "cannot create a memory cgroup here";
   // Any verdict of the candidate's (OK too: its outputs are right; what the
