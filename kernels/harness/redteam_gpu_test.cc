@@ -165,6 +165,10 @@ TEST(RedTeamGpu, defer_to_last_group) {
               {{Result::CHEAT_DETECTED, kBatchChecks}, {Result::WRONG_OUTPUT, {}}, {Result::OK, {}}},
               1.5 * honest);
 }
+// Honest and much faster per call than the reference (one D2D copy per
+// call at world size 1): batch_consistency must not convict it although its
+// single calls are dominated by the wake-up of a long-stopped candidate.
+TEST(RedTeamGpu, control_copy_per_call) { Expect("control_copy_per_call", Result::OK); }
 // A persistent kernel in a second context of the candidate's own (the
 // candidate rank's device-wide synchronize covers only its primary context):
 // only the judge's idle probe can see it. WRONG_OUTPUT = no second context.
