@@ -362,6 +362,8 @@ TEST_F(CliTest, LocalOnTheHostIsMultiRankAndSaysTimingsAreCpu) {
             std::string::npos) << r.out;
   EXPECT_NE(r.out.find("kept out of the best-so-far/plateau figures"), std::string::npos)
       << r.out;
+  // The watch shows the result when the re-measurement arrives.
+  EXPECT_NE(r.out.find(" (fresh re-measurement)"), std::string::npos) << r.out;
   auto store = storage::TrajectoryStore::Open((fs::path(data) / "pkforge.db").string());
   ASSERT_TRUE(store.ok());
   auto jobs = (*store)->ListJobs({});

@@ -332,6 +332,7 @@ struct WatchView {
   v1::JobState state = v1::JOB_STATE_UNSPECIFIED;
   std::string reason;
   std::string waiting;  // why the job waits for an executor ("" = it does not)
+  std::string result;   // the final re-measurement, once it arrived
 
   void Apply(const v1::Event& e) {
     elapsed_ms = std::max(elapsed_ms, e.elapsed_ms());
@@ -342,6 +343,16 @@ struct WatchView {
       turns = e.turn_started().index() + 1;
     } else if (e.has_evaluation_finished()) {
       const auto& f = e.evaluation_finished();
+      // The job's final re-measurement is its result, not one of its evaluations.
+      if (f.final_measurement()) {
+        result = f.has_speedup() ? fmt::format("{:.3f}x", f.speedup())
+                                 : "re-measurement " + (f.status() ==
+                                                                v1::EvaluationResult::STATUS_UNSPECIFIED
+                                                            ? std::string("had no result")
+                                                            : v1::EvaluationResult::Status_Name(
+                                                                  f.status()));
+        return;
+      }
       if (f.status() != v1::EvaluationResult::STATUS_UNSPECIFIED) ++evaluations;
       last = f.status() == v1::EvaluationResult::STATUS_UNSPECIFIED
                  ? "NO_RESULT"
@@ -359,7 +370,8 @@ struct WatchView {
     return fmt::format("[{:7.1f}s{}] {:<11} turns {:3d}  evals {:4d}  best {:>8}  last {}{}",
                        static_cast<double>(elapsed_ms) / 1e3, budget, StateName(state), turns,
                        evaluations, best > 0 ? fmt::format("{:.3f}x", best) : "-", last,
-                       waiting.empty() ? "" : "  (waiting for an executor: " + waiting + ")");
+                       waiting.empty() ? "" : "  (waiting for an executor: " + waiting + ")") +
+           (result.empty() ? "" : "  result " + result + " (fresh re-measurement)");
   }
 };
 
