@@ -1,7 +1,7 @@
 // combined_sharded_gemms host reference: rows R = [r*M/world, (r+1)*M/world);
-// z = X[R] @ W1 (X's column block j = rank j's x), f32 accumulation rounded to
-// the dtype; a = silu(z) rounded to the dtype (as PyTorch does); y = a @ W2,
-// f32 accumulation, rounded once.
+// z = X[R] @ W1 (X's column block j = rank j's x), f32 accumulation kept in
+// f32; a = silu(z) rounded to the dtype (the second GEMM's operand, as the
+// cuda reference); y = a @ W2, f32 accumulation, rounded once.
 #include <math.h>
 #include <stdlib.h>
 
@@ -27,8 +27,6 @@ extern "C" int pkf_run(pkf_context* ctx, const pkf_tensor* in, int32_t n_in, pkf
         for (int64_t k = 0; k < hl; ++k)
           z += pkf_load(peer[j][0], dt, g * hl + k) * pkf_load(in[1].data, dt, (j * hl + k) * f + c);
       uint32_t tmp[1];
-      pkf_store(tmp, dt, 0, z);
-      z = pkf_load(tmp, dt, 0);
       pkf_store(tmp, dt, 0, z / (1.0f + expf(-z)));
       a[m * f + c] = pkf_load(tmp, dt, 0);
     }

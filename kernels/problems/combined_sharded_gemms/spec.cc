@@ -18,11 +18,14 @@ RankSpec Spec(const Dims& d, int w, int) {
   const int64_t m = d.at("M"), h = d.at("H"), f = d.at("F");
   return {{{"x", {m, h / w}}, {"W1", {h, f}}, {"W2", {f, h}}}, {{"y", {m / w, h}}}};
 }
-// The intermediate silu(X @ W1) (magnitude ~ sqrt(H)/3) may be rounded to the
-// dtype, as PyTorch does; the second GEMM sums F such errors.
+// z = X @ W1 stays in f32; a = silu(z) (magnitude ~ sqrt(H)/3) may be rounded
+// to the dtype once, as a cuBLAS pipeline does; the second GEMM sums F such
+// errors: about 0.47 * ulp/2 * sqrt(F*H) at the worst element, so
+// atol = base * sqrt(F*H) / 2 keeps a margin of ~2 and still rejects the
+// output rounded to a coarser format (kernels_suite_test).
 Tolerance Tol(const Dims& d, int, pkf_dtype dt) {
   const double base = BaseTolerance(dt);
-  return {base * std::sqrt(double(d.at("F")) * d.at("H")) / 4, base};
+  return {base * std::sqrt(double(d.at("F")) * d.at("H")) / 2, base};
 }
 // What must cross: rank r's rows of every other rank's x shard (an all-to-all;
 // PKB all-gathers all of x); the two GEMMs on rank r's M/world rows.

@@ -1,7 +1,7 @@
 // combined_sharded_gemms naive cuda solution: every rank copies its inputs into
 // its symmetric scratch and meets its peers at the host barrier; one thread per
 // element of silu(X[R] @ W1) reads the peers' x shards through the peer
-// mappings (rounded to the dtype, as the host oracle), then one thread per
+// mappings (silu rounded to the dtype, as the host oracle), then one thread per
 // element of y multiplies by W2.
 #include "pkforge/candidate.h"
 #include "../../common/cuda_util.cuh"
@@ -29,7 +29,6 @@ __global__ void k1(pkf_cu_peers x, const void* w1, int w, int r, pkf_dtype dt, i
     float z = 0.0f;
     for (int j = 0; j < w; ++j)
       for (int64_t k = 0; k < hl; ++k) z += pkf_dload(x.p[j], dt, g * hl + k) * pkf_dload(w1, dt, (j * hl + k) * f + c);
-    z = dt == PKF_F32 ? z : dt == PKF_F16 ? __half2float(__float2half_rn(z)) : __bfloat162float(__float2bfloat16_rn(z));
     const float a = z / (1.0f + expf(-z));
     act[i] = dt == PKF_F32 ? a : dt == PKF_F16 ? __half2float(__float2half_rn(a)) : __bfloat162float(__float2bfloat16_rn(a));
   }
