@@ -162,6 +162,75 @@ TEST_F(CliTest, LocalPrintsAReadableResult) {
   EXPECT_NE(line.back(), ' ') << line;
 }
 
+// Issue #18 item 5 in every text output of a stored job: a rung at other
+// settings (10.2x at 10 timed iterations) is labelled and kept out of BEST
+// and the plateau figures; the final re-measurement is the job's FINAL.
+TEST_F(CliTest, RungsAndTheFinalMeasurementAreLabelledInTextOutput) {
+  std::string id;
+  {
+    auto store = storage::TrajectoryStore::Open(db_);
+    ASSERT_TRUE(store.ok()) << store.status();
+    const int64_t t0 = 1'800'000'000'000'000;
+    storage::JobRecord job;
+    job.id = id = NewId("job");
+    job.spec_json = "{}";
+    job.problem = "allreduce";
+    job.backend = "host";
+    job.dtype = "f32";
+    job.agent_kind = "search";
+    job.strategy = "successive_halving";
+    job.created_wall_us = t0;
+    ASSERT_TRUE((*store)->CreateJob(job).ok());
+    ASSERT_TRUE((*store)->UpdateJobState(id, storage::JobState::kRunning, "", t0).ok());
+    auto add = [&](const std::string& src, double speedup, int64_t at_s, bool comparable,
+                   const char* role) {
+      storage::CandidateRecord c{Sha256Hex(src), src, "host", t0};
+      ASSERT_TRUE((*store)->PutCandidate(c).ok());
+      storage::EvaluationRecord e;
+      e.id = NewId("eval");
+      e.job_id = id;
+      e.candidate_sha256 = c.sha256;
+      e.status = "OK";
+      e.correct = true;
+      e.speedup = speedup;
+      e.result_json = "{}";
+      e.elapsed_ms = at_s * 1000;
+      e.wall_us = t0 + e.elapsed_ms * 1000;
+      e.timed_iters = comparable ? 0 : 10;
+      e.comparable = comparable;
+      e.role = role;
+      ASSERT_TRUE((*store)->AddEvaluation(e).ok());
+    };
+    add("int pkf_run(){return 1;}", 10.2, 10, false, storage::kRoleSearch);
+    add("int pkf_run(){return 2;}", 2.7, 20, true, storage::kRoleSearch);
+    add("int pkf_run(){return 2;}", 2.5, 30, true, storage::kRoleFinal);
+    ASSERT_TRUE((*store)->UpdateJobState(id, storage::JobState::kSucceeded, "", t0 + 40'000'000).ok());
+  }
+  CmdResult t = Pkforge("trajectory " + id + " --db " + db_);
+  ASSERT_EQ(t.code, 0) << t.out;
+  EXPECT_NE(t.out.find("other:10it"), std::string::npos) << t.out;
+  EXPECT_NE(t.out.find(" final"), std::string::npos) << t.out;
+  EXPECT_NE(t.out.find("10.200         -"), std::string::npos) << "a rung made BEST: " << t.out;
+  EXPECT_EQ(t.out.find("10.200", t.out.find("10.200") + 1), std::string::npos)
+      << "a rung made BEST: " << t.out;
+  EXPECT_NE(t.out.find("not comparable, not in BEST"), std::string::npos) << t.out;
+  CmdResult csv = Pkforge("trajectory " + id + " --db " + db_ + " --format csv");
+  EXPECT_NE(csv.out.find(",10,other_settings\n"), std::string::npos) << csv.out;
+  EXPECT_NE(csv.out.find(",final\n"), std::string::npos) << csv.out;
+  CmdResult jobs = Pkforge("jobs --db " + db_ + " --json");
+  auto j = nlohmann::json::parse(jobs.out);
+  ASSERT_EQ(j.size(), 1u) << jobs.out;
+  EXPECT_DOUBLE_EQ(j[0]["best_speedup"].get<double>(), 2.7);
+  EXPECT_DOUBLE_EQ(j[0]["final_speedup"].get<double>(), 2.5);
+  CmdResult plateau = Pkforge("plateau --db " + db_ + " --job " + id);
+  ASSERT_EQ(plateau.code, 0) << plateau.out;
+  EXPECT_NE(plateau.out.find("1 evaluation(s) at other settings (search rungs, best 10.200)"),
+            std::string::npos) << plateau.out;
+  CmdResult show = Pkforge("show " + id + " --db " + db_);
+  EXPECT_NE(show.out.find("result     2.500x"), std::string::npos) << show.out;
+  EXPECT_NE(show.out.find("best       2.700x"), std::string::npos) << show.out;
+}
+
 TEST_F(CliTest, JobsListsFromDatabaseFile) {
   Populate();
   CmdResult r = Pkforge("jobs --db " + db_ + " --json");
