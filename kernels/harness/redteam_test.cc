@@ -535,6 +535,18 @@ TEST(RedTeamPending, batch_lookahead_fuse) {
   Expect("batch_lookahead_fuse", {Accept{Result::CHEAT_DETECTED, kBatchChecks}, kWrong, kOk}, "",
          10, "", 1.5 * honest);
 }
+// The honest barrier-free allreduce must not be flagged by batch_consistency
+// (round 3 finding 7: 6.7x batched vs 1.0x in single calls, flagged like the
+// attacks): its single calls are all fixed wake-up cost.
+TEST(RedTeamPending, control_flag_epoch_not_flagged) {
+  if (getenv("PKFORGE_REDTEAM_PENDING") == nullptr)
+    GTEST_SKIP() << "round 3 finding 7 (not fixed yet); PKFORGE_REDTEAM_PENDING=1 runs it";
+  Result r;
+  Expect("control_flag_epoch", {kOk}, "", 10, "", 0, false, &r);
+  for (const auto& c : r.cheat_checks())  // flags included (FailingChecks skips them)
+    EXPECT_FALSE(c.check() == "batch_consistency" && !c.passed())
+        << "an honest candidate was flagged: " << c.detail();
+}
 TEST(RedTeamPending, batch_defer_to_last) {
   if (getenv("PKFORGE_REDTEAM_PENDING") == nullptr)
     GTEST_SKIP() << "round 3 finding 2 (not fixed yet); PKFORGE_REDTEAM_PENDING=1 runs it";
