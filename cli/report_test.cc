@@ -134,6 +134,49 @@ TEST(ReportTest, OneRowPerEvaluationBothPlotsAndTheBestSource) {
             std::string::npos);
 }
 
+// Issue #18 item 5: a rung at other settings is drawn hollow and labelled,
+// never on the best line; the final re-measurement is the header's result and
+// a labelled row, not a point.
+TEST(ReportTest, RungsAreApartAndTheFinalMeasurementIsTheResult) {
+  v1::Trajectory t = MakeTrajectory();
+  auto* rung = t.add_evaluations();
+  rung->set_id("eval_rung");
+  rung->set_candidate_sha256("c1");
+  rung->set_status(v1::EvaluationResult::OK);
+  rung->set_speedup(9.5);  // faster than the best: must not move the line
+  rung->set_elapsed_ms(45000);
+  rung->set_timed_iters(10);
+  rung->set_other_settings(true);
+  auto* fin = t.add_evaluations();
+  fin->set_id("eval_final");
+  fin->set_candidate_sha256("c3");
+  fin->set_status(v1::EvaluationResult::OK);
+  fin->set_speedup(1.7);
+  fin->set_elapsed_ms(61000);
+  fin->set_final_measurement(true);
+  v1::Job* job = t.mutable_job();
+  job->set_final_speedup(1.7);
+  job->set_final_evaluation_id("eval_final");
+  job->set_final_candidate_sha256("c3");
+  job->set_other_settings_evaluations(1);
+  job->set_other_settings_best_speedup(9.5);
+  auto html = RenderJobReport(t);
+  ASSERT_TRUE(html.ok()) << html.status();
+  EXPECT_EQ(Count(*html, "<tr class=\"eval"), 6u);  // every evaluation has its row
+  EXPECT_NE(html->find("<tr class=\"eval other\" id=\"eval_rung\">"), std::string::npos);
+  EXPECT_NE(html->find("(other settings: 10 timed iterations)"), std::string::npos);
+  EXPECT_NE(html->find("<tr class=\"eval final\" id=\"eval_final\">"), std::string::npos);
+  EXPECT_NE(html->find("(final re-measurement)"), std::string::npos);
+  EXPECT_NE(html->find("<b>result (fresh re-measurement)</b>1.700x"), std::string::npos);
+  EXPECT_NE(html->find("1 evaluation (search rungs), best 9.500x: not on the best line"),
+            std::string::npos);
+  // Hollow on both speedup plots; the final measurement is no point at all.
+  EXPECT_EQ(Count(*html, "<circle class=\"pt other\""), 2u);
+  EXPECT_EQ(Count(*html, "#6 "), 0u);
+  EXPECT_NE(html->find("#5 9.5x at 45.0 s (other settings: not on the best line)"),
+            std::string::npos);
+}
+
 TEST(ReportTest, HostileTextIsEscapedAndThePageHasNoScript) {
   auto html = RenderJobReport(MakeTrajectory());
   ASSERT_TRUE(html.ok()) << html.status();
