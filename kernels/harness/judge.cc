@@ -59,8 +59,8 @@ constexpr int64_t kRefRoundMinNs = 5'000'000'000;
 // batched and single-call speedups may be (Judge::BatchConsistency).
 // Flagged beyond kBatchFlag; CHEAT_DETECTED beyond kBatchCheat on cuda. On
 // the host backend a single call's fixed costs (wake-ups, pipes: tens of us
-// and noisy) dwarf short calls, so an honest barrier-free allreduce reads
-// ~5x in batches and ~1x alone: flag only there.
+// and noisy on a loaded host) dwarf short calls and their estimate is as
+// noisy: flag only there.
 constexpr int kSingleRounds = 12;
 constexpr double kBatchFlag = 3.0;
 constexpr double kBatchCheat = 4.0;
@@ -1261,34 +1261,42 @@ bool Judge::Timing() {
   return true;
 }
 
-// Batched speedup against the speedup of single calls (the least disturbed
-// of kSingleRounds per side: noise only adds). A candidate's calls are
-// independent (candidate.h), so what one call costs alone bounds what it
-// costs in a batch up to the fixed costs a batch hides (launch latency,
-// cold caches), which favour neither side by much.
+// A call alone against the same call in a batch. Calls are independent
+// (candidate.h), so a call alone costs what it costs in a batch plus fixed
+// costs a batch hides (wake-up, launch latency, cold caches). Those are
+// measured on the trusted side: the reference's single call less its batched
+// per-call time (best of kSingleRounds: noise only adds). The candidate's
+// single call less the same fixed costs, over its batched per-call time, is
+// ~1 for any honest candidate whatever its speed, and the amortization factor
+// for one that does a batch's work together (all of a batch's inputs are in
+// its memory when it starts: one exchange for every call, or every call
+// deferred to the last). Only the candidate's own fixed costs beyond the
+// reference's (more launches per call) can raise it for an honest candidate:
+// by (extra fixed cost) / (its per-call time).
 void Judge::BatchConsistency(double ref_batched_us, double cand_batched_us) {
   if (ref_single_us_.empty() || cand_batched_us <= 0) return;
   const double ref1 = *std::min_element(ref_single_us_.begin(), ref_single_us_.end());
   const double cand1 = *std::min_element(cand_single_us_.begin(), cand_single_us_.end());
-  const double batched = ref_batched_us / cand_batched_us;
-  const double single = ref1 / std::max(cand1, 0.01);
+  const double fixed = std::max(ref1 - ref_batched_us, 0.0);
+  const double cand_alone = std::max(cand1 - fixed, cand_batched_us);
+  const double ratio = cand_alone / cand_batched_us;
   const std::string d = fmt::format(
-      "speedup {:.2f}x in {}-call batches, {:.2f}x in single calls (best of {}: reference {:.1f} "
-      "us, candidate {:.1f} us)",
-      batched, batch_, single, ref_single_us_.size(), ref1, cand1);
-  const double ratio = batched / std::max(single, 1.0);
+      "a candidate call alone takes {:.1f} us beyond the fixed costs of a single call ({:.1f} us, "
+      "the reference's alone {:.1f} us less batched {:.1f} us; best of {}), {:.1f} us per call in "
+      "{}-call batches: {:.2f}x",
+      cand_alone, fixed, ref1, ref_batched_us, ref_single_us_.size(), cand_batched_us, batch_,
+      ratio);
   if (Cuda() && ratio > kBatchCheat) {
     const std::string why = d + fmt::format(
-        "; {:.1f}x apart (limit {:.0f}x): the work of a batch's calls was amortized over the "
-        "batch (one exchange for several calls, or calls deferred)",
-        ratio, kBatchCheat);
+        " (limit {:.0f}x): the work of a batch's calls was amortized over the batch (one exchange "
+        "for several calls, or calls deferred)",
+        kBatchCheat);
     AddCheck("batch_consistency", false, false, why);
     End(Result::CHEAT_DETECTED, "batch_consistency: " + why);
   } else if (ratio > kBatchFlag) {
     AddCheck("batch_consistency", false, true,
-             d + fmt::format("; {:.1f}x apart (flagged beyond {:.0f}x): work amortized over the "
-                             "calls of a batch?",
-                             ratio, kBatchFlag));
+             d + fmt::format(" (flagged beyond {:.0f}x): work amortized over the calls of a batch?",
+                             kBatchFlag));
   } else {
     AddCheck("batch_consistency", true, false, d);
   }
