@@ -56,7 +56,12 @@ typedef struct pkf_context {
    outputs after that. Timed calls follow each other back to back, each on
    new buffers, with no synchronization between ranks in between: a call that
    reuses its scratch or flags must itself make sure its peers are done with
-   them (for example end with ctx->barrier, or use a new flag value per call). */
+   them (for example end with ctx->barrier, or use a new flag value per call).
+   Each call does its own work: work for several calls done together (one
+   exchange for a whole batch, calls deferred to a later one) is detected
+   (check batch_consistency). Helper threads are allowed (idle between calls);
+   child processes are not: a process the candidate started that is still
+   alive when a call returns is CHEAT_DETECTED (outlived_call). */
 int pkf_run(pkf_context* ctx, const pkf_tensor* in, int32_t n_in, pkf_tensor* out, int32_t n_out,
             void* stream);
 
