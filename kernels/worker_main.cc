@@ -19,6 +19,8 @@
 #include "kernels/harness/problem_info.h"
 #include "kernels/harness/rank.h"
 #include "kernels/harness/rank_flags.h"
+#include "kernels/harness/shape_family.h"
+#include "kernels/harness/size_eval.h"
 #include "pkforge/v1/common.pb.h"
 
 namespace {
@@ -186,6 +188,14 @@ int main(int argc, char** argv) {
   launch->add_option("--hbm-gbps", lo.hbm_gbps, "measured HBM ceiling (GB/s) for the roofline");
   launch->add_option("--link-gbps", lo.link_gbps, "measured interconnect ceiling (GB/s per GPU)");
   launch->add_option("--tflops", lo.tflops, "measured compute ceiling (TFLOP/s)");
+  SizeOptions so;
+  std::string size_ladder;
+  launch->add_flag("--hidden-shapes", so.hidden_shapes,
+                   "evaluate on dims drawn from the problem's shape family with a secret seed "
+                   "(around --size), named only in the result");
+  launch->add_option("--sizes", size_ladder,
+                     "size ladder, e.g. tiny,default,large: evaluate at each and report the "
+                     "geometric mean of the speedups (multi_size_score)");
   launch->add_option("candidate", lo.candidate, "compiled candidate (.so)")->required();
 
   RankOptions ro;
@@ -229,13 +239,21 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  auto result = Evaluate(lo);
+  if (!size_ladder.empty()) {
+    auto ladder = ParseSizeLadder(size_ladder);
+    if (!ladder.ok()) {
+      fmt::print(stderr, "pkforge-worker: --sizes: {}\n", std::string(ladder.status().message()));
+      return 2;
+    }
+    so.size_ladder = *std::move(ladder);
+  }
+  auto result = EvaluateSizes(lo, so);
   if (!result.ok()) {
     fmt::print(stderr, "pkforge-worker: {}\n", std::string(result.status().message()));
     return 2;
   }
   if (result_key_stdin) std::cout << FrameResult(ResultToJson(*result), key) << std::flush;
   else if (json) std::cout << ResultToJson(*result) << std::endl;
-  else std::cout << ResultToText(*result);
+  else std::cout << ResultToText(*result) << SizeSummaryText(*result);
   return result->status() == pkforge::v1::EvaluationResult::OK ? 0 : 1;
 }
