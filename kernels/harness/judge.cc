@@ -57,13 +57,14 @@ constexpr int64_t kFreezeLimitNs = 2'000'000'000;
 constexpr int64_t kRefRoundMinNs = 5'000'000'000;
 // Single-call rounds per side in the timing phase, and how far apart the
 // batched and single-call speedups may be (Judge::BatchConsistency).
-// Flagged beyond kBatchFlag; CHEAT_DETECTED beyond kBatchCheat on cuda. On
-// the host backend a single call's fixed costs (wake-ups, pipes: tens of us
-// and noisy on a loaded host) dwarf short calls and their estimate is as
-// noisy: flag only there.
-constexpr int kSingleRounds = 12;
-constexpr double kBatchFlag = 3.0;
-constexpr double kBatchCheat = 4.0;
+// Short batches per timing phase (Judge::BatchConsistency); how much slower
+// per call the candidate may be in them, relative to the reference's own
+// ratio, before it is flagged, and CHEAT_DETECTED on cuda (on the host
+// backend a batch's fixed costs are wake-ups of hundreds of us on a loaded
+// host, too noisy to convict on).
+constexpr int kShortBatches = 2;
+constexpr double kBatchFlag = 2.0;
+constexpr double kBatchCheat = 2.0;
 
 // Wall time one timed batch aims at: long against the judge's own round
 // trip (tens of us), short against the evaluation budget.
@@ -232,6 +233,13 @@ std::string SignalName(int sig) {
   return s != nullptr ? s : fmt::format("signal {}", sig);
 }
 
+// PKFORGE_TIMING_DIAG=1 also prints when each phase of an evaluation ends
+// (ms since the evaluation started), to see where an evaluation's time goes.
+void PhaseDiag(const char* what, int64_t t_start) {
+  static const bool on = std::getenv("PKFORGE_TIMING_DIAG") != nullptr;
+  if (on) fprintf(stderr, "phase %-12s %8.1f ms\n", what, (MonotonicNs() - t_start) / 1e6);
+}
+
 // PKFORGE_TIMING_DIAG=1: where a timed batch's wall time goes (stderr).
 void Diag(const char* side, int64_t t_send, int64_t t_recv, int64_t stopped,
           const std::vector<Reply>& r) {
@@ -331,9 +339,10 @@ class Judge {
   int frozen_windows_ = 0;
   int poison_checks_ = 0;
   double host_memcpy_gbps_ = 0;  // measured before the ranks start (host ceiling)
-  // Single-call rounds (count 1) of the timing phase, us per call after the
-  // round trip: the batch-consistency cross-check.
-  std::vector<double> ref_single_us_, cand_single_us_;
+  // Short timed batches (us per call after the round trip): the batch
+  // consistency cross-check only.
+  std::vector<double> ref_short_walls_, cand_short_walls_;
+  uint32_t short_len_ = 0;
 };
 
 void Judge::HarnessFault(const std::string& message) {
@@ -1118,12 +1127,23 @@ bool Judge::Timing() {
       static_cast<int>((int64_t{32} * o_.iters + batch_ - 1) / std::max<uint32_t>(batch_, 1)), 6,
       most);
   const int warm = std::min(o_.warmup, 2);
+  // Short batches (a quarter as many calls, at least 16), kShortBatches of
+  // them at secretly drawn places among the timed ones, for the batch
+  // consistency check (Finish): not official times.
+  const uint32_t short_len = std::min(batch_, std::max(16u, batch_ / 4));
+  const bool with_shorts = short_len < batch_;
+  const int total = batches + (with_shorts ? kShortBatches : 0);
+  std::set<int> shorts;
+  while (with_shorts && static_cast<int>(shorts.size()) < kShortBatches)
+    shorts.insert(static_cast<int>(SecretSeed() % static_cast<uint64_t>(total)));
   uint32_t next = 0;
   std::vector<double> ref_walls, cand_walls, cand_waits;  // us per timed batch
-  for (int j = -warm; j < batches; ++j) {
+  for (int j = -warm; j < total; ++j) {
     const bool timed = j >= 0;
-    const Cmd batch{kMagic, kOpBatch, next, batch_, static_cast<uint32_t>(sets_), 0, 0};
-    next = (next + batch_) % static_cast<uint32_t>(sets_);
+    const bool is_short = shorts.count(j) > 0;
+    const uint32_t len = is_short ? short_len : batch_;
+    const Cmd batch{kMagic, kOpBatch, next, len, static_cast<uint32_t>(sets_), 0, 0};
+    next = (next + len) % static_cast<uint32_t>(sets_);
     // Fresh inputs for every call of the batch, from one secret seed.
     Cmd gen = batch;
     gen.op = kOpGen;
@@ -1198,49 +1218,21 @@ bool Judge::Timing() {
       o = std::min(o, wall / 1e3);
     }
     if (!timed) continue;
+    if (is_short) {
+      ref_short_walls_.push_back(ref_wall);
+      cand_short_walls_.push_back(cand_wall);
+      continue;
+    }
     ref_walls.push_back(ref_wall);
     cand_walls.push_back(cand_wall);
     cand_waits.push_back(cand_wait);
     ref_rep_us_.push_back(ref_rep / batch_);   // the ranks' own view (cross-check)
     cand_rep_us_.push_back(cand_rep / batch_);
   }
-  // Single calls (count 1), after the batches, each side timed exactly as a
-  // batch is (fresh inputs, frozen outside, snapshot, every output checked):
-  // a candidate that amortizes work over the calls of a batch (all of a
-  // batch's inputs are in its memory when the batch starts: one fused
-  // exchange for B calls, or every call deferred to the last) is fast in
-  // batches only. Finish() compares the two speedups (batch_consistency).
-  for (int s = 0; s < kSingleRounds; ++s) {
-    const Cmd one{kMagic, kOpBatch, next, 1, static_cast<uint32_t>(sets_), 0, 0};
-    next = (next + 1) % static_cast<uint32_t>(sets_);
-    Cmd gen = one;
-    gen.op = kOpGen;
-    gen.seed = SecretSeed();
-    if (!o_.reveal_seeds_file.empty()) revealed_seeds_.push_back(gen.seed);
-    if (!RoundCmd(refs_, gen, ph, &r)) return false;
-    double ref_wall = 0, cand_wall = 0;
-    for (int k = 0; k < 2; ++k) {
-      int64_t wall = 0;
-      if (Cuda() && !RoundCmd(refs_, sw, ph, &r)) return false;
-      if ((k == 0) == (s % 2 == 0)) {
-        if (!RefTimedRound(one, ph, &r, &wall)) return false;
-        ref_wall = wall / 1e3;
-      } else {
-        if (!CandRound(one, ph, &r, &wall)) return false;
-        cand_wall = wall / 1e3;
-        Cmd snap = one;
-        snap.op = kOpSnapshot;
-        std::vector<Reply> sr;
-        if (!RoundCmd(refs_, snap, ph, &sr)) return false;
-        const std::string when = fmt::format("single timed call {}", s);
-        if (!ThreadCheck(when) || !ProcessCheck(when) || !IdleCheck(ph, when)) return false;
-      }
-    }
-    if (!CheckBatch(one, batches + s, ph, true)) return false;
-    ref_single_us_.push_back(std::max(ref_wall - o, 0.0));
-    cand_single_us_.push_back(std::max(cand_wall - o, 0.0));
-  }
   overhead_us_ = o;
+  short_len_ = short_len;
+  for (double& w : ref_short_walls_) w = std::max(w - o, 0.0) / short_len;
+  for (double& w : cand_short_walls_) w = std::max(w - o, 0.0) / short_len;
   const double n = batch_;
   for (size_t i = 0; i < ref_walls.size(); ++i) {
     ref_us_.push_back(std::max(ref_walls[i] - o, 0.0) / n);
@@ -1261,41 +1253,40 @@ bool Judge::Timing() {
   return true;
 }
 
-// A call alone against the same call in a batch. Calls are independent
-// (candidate.h), so a call alone costs what it costs in a batch plus fixed
-// costs a batch hides (wake-up, launch latency, cold caches). Those are
-// measured on the trusted side: the reference's single call less its batched
-// per-call time (best of kSingleRounds: noise only adds). The candidate's
-// single call less the same fixed costs, over its batched per-call time, is
-// ~1 for any honest candidate whatever its speed, and the amortization factor
-// for one that does a batch's work together (all of a batch's inputs are in
-// its memory when it starts: one exchange for every call, or every call
-// deferred to the last). Only the candidate's own fixed costs beyond the
-// reference's (more launches per call) can raise it for an honest candidate:
-// by (extra fixed cost) / (its per-call time).
-void Judge::BatchConsistency(double ref_batched_us, double cand_batched_us) {
-  if (ref_single_us_.empty() || cand_batched_us <= 0) return;
-  const double ref1 = *std::min_element(ref_single_us_.begin(), ref_single_us_.end());
-  const double cand1 = *std::min_element(cand_single_us_.begin(), cand_single_us_.end());
-  const double fixed = std::max(ref1 - ref_batched_us, 0.0);
-  const double cand_alone = std::max(cand1 - fixed, cand_batched_us);
-  const double ratio = cand_alone / cand_batched_us;
+// Per-call time in short batches against long ones, the candidate's ratio
+// over the reference's. Calls are independent (candidate.h), so an honest
+// candidate costs the same per call in both, up to the fixed cost of a batch
+// spread over fewer calls (measured on the reference the same way; the
+// candidate's is larger by the wake-up of a process stopped for longer: at
+// 768/192-call batches of 6.6 us calls on the H200 that is ~4%, at 64/16
+// ~35%). One that does a whole batch's work together (every input set of a
+// batch is in its memory when the batch starts: one exchange for all calls,
+// every call deferred to the last) costs per batch what one call costs, so
+// per call about len(long)/len(short) = 4x more in short batches. Least
+// disturbed batch of each kind: noise only adds. Known limit: the batch
+// length is in the command the candidate's harness reads, and amortization
+// in chunks shorter than a short batch looks the same in both.
+void Judge::BatchConsistency(double /*ref_batched_us*/, double /*cand_batched_us*/) {
+  if (ref_short_walls_.empty() || ref_us_.empty()) return;
+  auto least = [](const std::vector<double>& v) { return *std::min_element(v.begin(), v.end()); };
+  const double ref_s = least(ref_short_walls_), cand_s = least(cand_short_walls_);
+  const double ref_l = least(ref_us_), cand_l = least(cand_us_);
+  if (ref_l <= 0 || cand_l <= 0 || ref_s <= 0) return;
+  const double ratio = (cand_s / cand_l) / (ref_s / ref_l);
   const std::string d = fmt::format(
-      "a candidate call alone takes {:.1f} us beyond the fixed costs of a single call ({:.1f} us, "
-      "the reference's alone {:.1f} us less batched {:.1f} us; best of {}), {:.1f} us per call in "
-      "{}-call batches: {:.2f}x",
-      cand_alone, fixed, ref1, ref_batched_us, ref_single_us_.size(), cand_batched_us, batch_,
-      ratio);
+      "per call in {}-call batches against {}-call ones: candidate {:.2f} / {:.2f} us, reference "
+      "{:.2f} / {:.2f} us: {:.2f}x the reference's ratio",
+      short_len_, batch_, cand_s, cand_l, ref_s, ref_l, ratio);
   if (Cuda() && ratio > kBatchCheat) {
     const std::string why = d + fmt::format(
-        " (limit {:.0f}x): the work of a batch's calls was amortized over the batch (one exchange "
-        "for several calls, or calls deferred)",
+        " (limit {:.1f}x): the work of a batch's calls was done together (one exchange for "
+        "several calls, or calls deferred)",
         kBatchCheat);
     AddCheck("batch_consistency", false, false, why);
     End(Result::CHEAT_DETECTED, "batch_consistency: " + why);
   } else if (ratio > kBatchFlag) {
     AddCheck("batch_consistency", false, true,
-             d + fmt::format(" (flagged beyond {:.0f}x): work amortized over the calls of a batch?",
+             d + fmt::format(" (flagged beyond {:.1f}x): work done together over a batch's calls?",
                              kBatchFlag));
   } else {
     AddCheck("batch_consistency", true, false, d);
@@ -1570,6 +1561,7 @@ absl::StatusOr<Result> Judge::Evaluate() {
   // tmpfs_file_oom_blame, sysv_shm_oom_blame: no result).
   if (!Cuda()) host_memcpy_gbps_ = MeasureMemcpyGbps();
   ok = ok && Spawn();
+  PhaseDiag("spawn", t_start);
   if (ok) {
     std::vector<int> cand_pids, ref_pids;
     for (Proc* p : cands_) cand_pids.push_back(p->pid);
@@ -1593,9 +1585,12 @@ absl::StatusOr<Result> Judge::Evaluate() {
       for (Proc* p : cands_) p->baseline_threads = CountThreads(p->pid);
     ok = ok && ProcessCheck("after pkf_setup");
   }
+  PhaseDiag("setup", t_start);
   if (ok) IsolationCheck();
-  ok = ok && result_.status() == Result::STATUS_UNSPECIFIED && Correctness() &&
-       (o_.skip_timing || Timing());
+  ok = ok && result_.status() == Result::STATUS_UNSPECIFIED && Correctness();
+  PhaseDiag("correctness", t_start);
+  ok = ok && (o_.skip_timing || Timing());
+  PhaseDiag("timing", t_start);
   if (Cuda()) RecordDeviceState(versions);  // clocks and temperature right after timing
   if (ok) {
     IsolationCheck();
@@ -1629,6 +1624,7 @@ absl::StatusOr<Result> Judge::Evaluate() {
     }
   }
   KillAndReapAll();
+  PhaseDiag("teardown", t_start);
   for (auto& [name, c] : checks_) *result_.add_cheat_checks() = c;
   // Failing checks first (the proto asks for failing output checks first too).
   std::stable_sort(result_.mutable_cheat_checks()->begin(), result_.mutable_cheat_checks()->end(),
