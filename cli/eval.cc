@@ -3,6 +3,7 @@
 // (compiling, queued, running) goes to stderr so stdout stays the report.
 #include <grpcpp/grpcpp.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
@@ -40,6 +41,8 @@ struct EvalOptions {
   bool profile = false;
   std::string sanitize;
   bool skip_timing = false;
+  bool hidden_shapes = false;
+  std::string sizes;
   std::string output = "table";
   bool quiet = false;
   std::vector<std::string> flags;
@@ -96,6 +99,24 @@ std::string Report(const v1::EvaluationResult& r) {
         rf.roofline_us(), rf.bound(), pct(rf.candidate_fraction()), rf.candidate_bus_gbps(),
         pct(rf.reference_fraction()), rf.reference_bus_gbps()));
   }
+  // Hidden shapes and the size ladder (issue #17 item 5).
+  const auto dims_text = [](const google::protobuf::Map<std::string, int64_t>& m) {
+    std::vector<std::pair<std::string, int64_t>> d(m.begin(), m.end());
+    std::sort(d.begin(), d.end());
+    std::string t;
+    for (const auto& [k, v] : d) absl::StrAppend(&t, t.empty() ? "" : ",", k, "=", v);
+    return t;
+  };
+  if (r.hidden_shapes())
+    absl::StrAppend(&s, "  hidden shapes: ", dims_text(r.evaluated_dims()), "\n");
+  for (const auto& z : r.size_scores())
+    absl::StrAppend(&s, absl::StrFormat("  size %-8s %-13s %s  (%s)\n", z.size(),
+                                        v1::EvaluationResult::Status_Name(z.status()),
+                                        z.has_speedup() ? absl::StrFormat("%.3fx", z.speedup()) : "-",
+                                        dims_text(z.dims())));
+  if (r.has_multi_size_score())
+    absl::StrAppend(&s, absl::StrFormat("  multi-size score (geometric mean): %.3fx\n",
+                                        r.multi_size_score()));
   for (const auto& f : r.flags()) absl::StrAppend(&s, "  flag: ", f, "\n");
   if (r.has_profile()) {
     absl::StrAppend(&s, "  profile (", r.profile().tool(), "):\n", r.profile().text());
@@ -148,6 +169,9 @@ int RunEval(const EvalOptions& o) {
   req.set_timeout_s(o.timeout_s);
   req.set_profile(o.profile);
   req.set_skip_timing(o.skip_timing);
+  req.set_hidden_shapes(o.hidden_shapes);
+  if (!o.sizes.empty())
+    for (absl::string_view size : absl::StrSplit(o.sizes, ',')) req.add_size_ladder(std::string(size));
   if (!o.sanitize.empty()) {
     v1::SanitizerTool t = v1::SANITIZER_NONE;
     if (!v1::SanitizerTool_Parse("SANITIZER_" + absl::AsciiStrToUpper(o.sanitize), &t))
@@ -218,6 +242,10 @@ void RegisterEval(CLI::App& app, int* exit_code) {
   cmd->add_flag("--profile", o->profile, "Nsight Compute summary of the candidate's kernels");
   cmd->add_option("--sanitize", o->sanitize, "memcheck | racecheck | synccheck | initcheck");
   cmd->add_flag("--skip-timing", o->skip_timing, "correctness only");
+  cmd->add_flag("--hidden-shapes", o->hidden_shapes,
+                "run on shapes drawn from the problem's shape family with a secret seed");
+  cmd->add_option("--sizes", o->sizes,
+                  "size ladder, e.g. tiny,default,large: multi-size score (geometric mean)");
   AddOutputOption(cmd, &o->output, {"table", "json"});
   cmd->add_flag("--quiet", o->quiet, "no progress on stderr");
   cmd->add_option("file", o->file, "candidate source (.cu for cuda, .cc for host)")->required();

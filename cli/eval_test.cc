@@ -43,7 +43,8 @@ class EvalTest : public ::testing::Test {
     fs::remove_all(dir_, ec);
   }
 
-  void StartExecutor(const std::string& cert = "", const std::string& key = "") {
+  void StartExecutor(const std::string& cert = "", const std::string& key = "",
+                     int64_t max_file_mb = 64) {
     executor::ExecutorConfig c;
     c.listen = "127.0.0.1:0";
     c.data_dir = dir_ + "/data";
@@ -53,8 +54,8 @@ class EvalTest : public ::testing::Test {
     c.host_slots = 1;
     c.default_timeout_s = 20;
     c.worker_path = std::string(PKFORGE_BIN_DIR) + "/pkforge-worker";
-    c.max_file_mb = 64;
-    c.tmpfs_mb = 128;
+    c.max_file_mb = max_file_mb;
+    c.tmpfs_mb = 2 * max_file_mb;
     c.run_memory_mb = 4096;
     c.tls_cert_file = cert;
     c.tls_key_file = key;
@@ -131,6 +132,40 @@ TEST_F(EvalTest, WrongOutputExitsOneAndShowsTheMismatch) {
   EXPECT_EQ(r.out.rfind("WRONG_OUTPUT: ", 0), 0u) << r.out;
   EXPECT_NE(r.out.find("  correctness: 0/"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find(" wrong; first at "), std::string::npos) << r.out;
+}
+
+// Issue #17 item 5, through the real executor: a candidate specialized for
+// the prompt's shape (tiny: M=3, N=37; nothing written at any other) is OK on
+// it and WRONG_OUTPUT on hidden shapes; the report names the drawn dims. A
+// size ladder reports every size and the geometric mean.
+TEST_F(EvalTest, HiddenShapesCatchAHardCodedShapeAndTheLadderReportsAMultiSizeScore) {
+  // The default size's segments (2 ranks x 2 sides x 4 slots of 1024x1024 f32) exceed 64 MiB.
+  StartExecutor("", "", 512);
+  const std::string file = Write(
+      "hardcoded.cc",
+      absl::StrReplaceAll(executor::test_candidates::kAllreduce,
+                          {{"/*PRE*/", "if (in[0].shape[0] != 3 || in[0].shape[1] != 37) return 0;"}}));
+  const std::string base = absl::StrCat("--quiet --executor ", server_->address(), " ", kHostArgs);
+  Cmd plain = Eval(absl::StrCat(base, file));
+  EXPECT_EQ(plain.rc, 0) << plain.out << plain.err;
+  EXPECT_EQ(plain.out.find("hidden shapes"), std::string::npos) << plain.out;
+  Cmd hidden = Eval(absl::StrCat(base, "--hidden-shapes ", file));
+  EXPECT_EQ(hidden.rc, 1) << hidden.out << hidden.err;
+  EXPECT_EQ(hidden.out.rfind("WRONG_OUTPUT: ", 0), 0u) << hidden.out;
+  EXPECT_NE(hidden.out.find("  hidden shapes: M="), std::string::npos) << hidden.out;
+  EXPECT_EQ(hidden.out.find("hidden shapes: M=3,N=37\n"), std::string::npos) << hidden.out;
+
+  const std::string honest = Write("honest.cc", Allreduce());
+  Cmd ladder = Eval(absl::StrCat(base, "--sizes tiny,default ", honest));
+  ASSERT_EQ(ladder.rc, 0) << ladder.out << ladder.err;
+  EXPECT_NE(ladder.out.find("  size tiny     OK "), std::string::npos) << ladder.out;
+  EXPECT_NE(ladder.out.find("  size default  OK "), std::string::npos) << ladder.out;
+  EXPECT_NE(ladder.out.find("(M=1024,N=1024)"), std::string::npos) << ladder.out;
+  EXPECT_NE(ladder.out.find("  multi-size score (geometric mean): "), std::string::npos) << ladder.out;
+  // The executor refuses a bad ladder naming the field, before compiling.
+  Cmd bad = Eval(absl::StrCat(base, "--sizes tiny,huge ", honest));
+  EXPECT_NE(bad.rc, 0);
+  EXPECT_NE((bad.out + bad.err).find("size_ladder[1]: 'huge'"), std::string::npos) << bad.out << bad.err;
 }
 
 TEST_F(EvalTest, TlsCaVerifiesTheExecutor) {

@@ -4,6 +4,7 @@
 #include <cctype>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "cli/remote.h"
 #include "common/status.h"
 
@@ -43,6 +44,14 @@ void JobFlags::Add(CLI::App* cmd, const std::string& provider_help) {
   cmd->add_option("--seed", seed, "Agent seed");
   cmd->add_option("--label", label, "Experiment label");
   cmd->add_option("--trials", trials, "Correctness trials per evaluation (0: the executor's)");
+  cmd->add_flag("--hidden-shapes", hidden_shapes,
+                "Every evaluation on shapes drawn from the problem's shape family with a secret "
+                "seed (not the prompt's)");
+  cmd->add_flag("--final-hidden-shapes", final_hidden_shapes,
+                "Only the final re-measurement (the job's result) on hidden shapes");
+  cmd->add_option("--sizes", sizes,
+                  "Size ladder for a multi-size score (geometric mean of speedups), e.g. "
+                  "tiny,default,large");
 }
 
 std::string JobFlags::ResolvedBackend(int gpus) const {
@@ -98,6 +107,14 @@ absl::StatusOr<v1::JobSpec> JobSpecFromFlags(const JobFlags& f, const std::strin
   s.set_seed(f.seed);
   s.set_label(f.label);
   s.mutable_eval()->set_trials(f.trials);
+  s.mutable_eval()->set_hidden_shapes(f.hidden_shapes);
+  s.mutable_eval()->set_final_hidden_shapes(f.final_hidden_shapes);
+  if (!f.sizes.empty()) {
+    for (absl::string_view size : absl::StrSplit(f.sizes, ',')) {
+      if (size.empty()) return absl::InvalidArgumentError("--sizes: empty entry (e.g. tiny,default,large)");
+      s.mutable_eval()->add_size_ladder(std::string(size));
+    }
+  }
   return s;
 }
 

@@ -43,6 +43,10 @@ struct JobFlags {
   uint64_t seed = 0;
   std::string label;
   int trials = 0;
+  // Hidden shapes and the multi-size score (issue #17 item 5): EvalSettings.
+  bool hidden_shapes = false;
+  bool final_hidden_shapes = false;
+  std::string sizes;  // "tiny,default,large" -> EvalSettings.size_ladder
 
   // Adds every flag above to `cmd`. `provider_help` differs between the
   // commands (local: a provider kind it configures; submit: a name the

@@ -169,6 +169,8 @@ std::vector<std::string> Pipeline::LaunchArgv(const v1::EvaluateRequest& r,
       "--dtype", std::string(kernels::DtypeName(dtype)),
       "--size", *kernels::SizeSpecToString(p, r.size()),
       "--timeout", absl::StrCat(timeout)};
+  // Hidden shapes (issue #17 item 5): the judge draws the dims itself.
+  if (r.hidden_shapes()) argv.push_back("--hidden-shapes");
   if (correctness_only) {
     argv.insert(argv.end(), {"--trials", "1", "--skip-timing"});
   } else {
@@ -176,6 +178,8 @@ std::vector<std::string> Pipeline::LaunchArgv(const v1::EvaluateRequest& r,
     if (r.warmup_iters() > 0) argv.insert(argv.end(), {"--warmup", std::to_string(r.warmup_iters())});
     if (r.timed_iters() > 0) argv.insert(argv.end(), {"--iters", std::to_string(r.timed_iters())});
     if (r.skip_timing()) argv.push_back("--skip-timing");
+    if (r.size_ladder_size() > 0)
+      argv.insert(argv.end(), {"--sizes", absl::StrJoin(r.size_ladder(), ",")});
   }
   if (r.backend() == v1::BACKEND_CUDA) {
     // The roofline uses this executor's measured ceilings.
@@ -219,8 +223,9 @@ Result Pipeline::RunWorkerOnce(const v1::EvaluateRequest& r, const std::string& 
   const ExecutorConfig& c = runtime_->config();
   const double timeout = r.timeout_s() > 0 ? r.timeout_s() : c.default_timeout_s;
   // The judge bounds every phase itself; this deadline is the backstop for a
-  // judge that cannot (4 phases, plus start-up).
-  const int64_t deadline_ms = static_cast<int64_t>((4 * timeout + 30) * 1000);
+  // judge that cannot (4 phases, plus start-up), once per size of a ladder.
+  const int64_t deadline_ms =
+      static_cast<int64_t>((4 * timeout + 30) * 1000) * (1 + r.size_ladder_size());
   Result result;
   auto harness_error = [&](const std::string& why) {
     result.set_status(Result::HARNESS_ERROR);

@@ -23,6 +23,8 @@ v1::EvaluateRequest EvaluationOf(const v1::JobSpec& spec) {
   r.set_timeout_s(spec.eval().timeout_s());
   r.set_profile(spec.eval().profile());
   r.set_sanitize(spec.eval().sanitize());
+  r.set_hidden_shapes(spec.eval().hidden_shapes());
+  *r.mutable_size_ladder() = spec.eval().size_ladder();
   return r;
 }
 
@@ -72,8 +74,10 @@ absl::Status ValidateJobSpecFields(const v1::JobSpec& spec, const kernels::EvalL
     return absl::InvalidArgumentError(fmt::format(
         "spec.budget.wall_seconds: {} (0..{}, 0 = no wall budget)", wall, kMaxWallSeconds));
   }
-  return kernels::ValidateEvaluation(EvaluationOf(spec), limits,
-                                     {.config = "spec.", .settings = "spec.eval."});
+  v1::EvaluateRequest r = EvaluationOf(spec);
+  // The final re-measurement's request is the same with hidden shapes.
+  if (spec.eval().final_hidden_shapes()) r.set_hidden_shapes(true);
+  return kernels::ValidateEvaluation(r, limits, {.config = "spec.", .settings = "spec.eval."});
 }
 
 absl::StatusOr<storage::JobRecord> NewJobRecord(const std::string& id, const v1::JobSpec& spec,

@@ -12,6 +12,8 @@ absl::Status MeasureFinal(const FinalMeasurementEnv& env) {
   ASSIGN_OR_RETURN(storage::CandidateRecord candidate,
                    env.store->GetCandidate(env.candidate_sha256));
   v1::EvaluateRequest req = EvaluationOf(env.spec);
+  // The verdict on shapes the search never saw, when the job asks for it.
+  if (env.spec.eval().final_hidden_shapes()) req.set_hidden_shapes(true);
   req.set_source(candidate.source);
   const std::string evaluation_id = NewId("eval");
   req.set_client_tag(fmt::format("{} {} final measurement", env.job_id, evaluation_id));

@@ -9,6 +9,7 @@
 #include "common/status.h"
 #include "fmt/format.h"
 #include "kernels/harness/problem_info.h"
+#include "kernels/harness/shape_family.h"
 
 namespace pkforge::kernels {
 
@@ -127,6 +128,27 @@ absl::Status ValidateEvaluation(const v1::EvaluateRequest& r, const EvalLimits& 
     return absl::FailedPreconditionError(e + "sanitize: compute-sanitizer needs backend cuda");
   if (r.profile() && !cuda)
     return absl::FailedPreconditionError(e + "profile: Nsight Compute needs backend cuda");
+  if (r.hidden_shapes()) {
+    // The family must have a member other than the size itself (any seed
+    // shows it; the judge draws with its own secret one).
+    auto drawn = DrawHiddenDims(p, *size, r.world_size(), 1);
+    if (!drawn.ok()) return Invalid(e + "hidden_shapes", std::string(drawn.status().message()));
+  }
+  if (r.size_ladder_size() > 3)
+    return Invalid(e + "size_ladder", fmt::format("{} sizes (at most 3: tiny, default, large)",
+                                                  r.size_ladder_size()));
+  for (int i = 0; i < r.size_ladder_size(); ++i) {
+    const std::string& s = r.size_ladder(i);
+    const std::string field = fmt::format("{}size_ladder[{}]", e, i);
+    if (!IsSizePreset(s))
+      return Invalid(field, fmt::format("{} is not a size preset (tiny, default, large)", ClientText(s)));
+    for (int j = 0; j < i; ++j)
+      if (r.size_ladder(j) == s) return Invalid(field, fmt::format("'{}' is listed twice", s));
+    if (r.skip_timing())
+      return Invalid(field, "a multi-size score needs timing (skip_timing is set)");
+    auto at = ResolveSize(p, s, r.world_size());
+    if (!at.ok()) return Invalid(field, std::string(at.status().message()));
+  }
 
   const int trials = r.trials() > 0 ? r.trials() : kDefaultTrials;
   const MemoryNeed need = EstimateMemory(p, *dims, r.world_size(), *dtype, trials);
@@ -144,6 +166,17 @@ absl::Status ValidateEvaluation(const v1::EvaluateRequest& r, const EvalLimits& 
     return Invalid(c + "size", fmt::format("{} needs at least {} on one GPU, which has {}", what,
                                            GiB(need.per_gpu_bytes),
                                            GiB(static_cast<double>(limits.gpu_memory_bytes))));
+  // Every size of the ladder runs too (one at a time): each must fit.
+  for (int i = 0; i < r.size_ladder_size(); ++i) {
+    const MemoryNeed at = EstimateMemory(p, *ResolveSize(p, r.size_ladder(i), r.world_size()),
+                                         r.world_size(), *dtype, trials);
+    const double bytes = cuda ? at.per_gpu_bytes : at.host_bytes;
+    const double limit = static_cast<double>(cuda ? limits.gpu_memory_bytes : limits.host_memory_bytes);
+    if (limit > 0 && bytes > limit)
+      return Invalid(fmt::format("{}size_ladder[{}]", e, i),
+                     fmt::format("{} at size {} needs at least {} of {} memory; {} allowed", p.name,
+                                 r.size_ladder(i), GiB(bytes), cuda ? "GPU" : "host", GiB(limit)));
+  }
   return absl::OkStatus();
 }
 

@@ -133,3 +133,42 @@ TEST(EvalValidationTest, ClientStringsAreNeverEchoedInFull) {
 
 }  // namespace
 }  // namespace pkforge::kernels
+
+namespace pkforge::kernels {
+namespace {
+
+TEST(EvalValidationTest, HiddenShapesAndSizeLadderAreChecked) {
+  EvalLimits limits;
+  v1::EvaluateRequest r = Host("allreduce");
+  r.set_hidden_shapes(true);
+  r.add_size_ladder("tiny");
+  r.add_size_ladder("default");
+  EXPECT_TRUE(ValidateEvaluation(r, limits).ok());
+  r.add_size_ladder("huge");
+  absl::Status s = ValidateEvaluation(r, limits, {"spec.", "spec.eval."});
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(s.message()), StartsWith("spec.eval.size_ladder[2]: 'huge'"));
+  r.set_size_ladder(2, "tiny");
+  s = ValidateEvaluation(r, limits);
+  EXPECT_THAT(std::string(s.message()), StartsWith("size_ladder[2]: 'tiny' is listed twice"));
+  r.mutable_size_ladder()->RemoveLast();
+  r.set_skip_timing(true);
+  s = ValidateEvaluation(r, limits);
+  EXPECT_THAT(std::string(s.message()), HasSubstr("needs timing"));
+  r.set_skip_timing(false);
+  // A ladder size beyond the executor's memory is refused before anything runs.
+  limits.host_memory_bytes = int64_t{1} << 30;
+  r.add_size_ladder("large");
+  s = ValidateEvaluation(r, limits);
+  EXPECT_THAT(std::string(s.message()), StartsWith("size_ladder[2]: allreduce at size large"));
+  // Hidden shapes need a family: a size whose every dimension is 1 has none.
+  v1::EvaluateRequest one = Host("allreduce");
+  SetDims(&one, 1, 1);
+  one.set_hidden_shapes(true);
+  s = ValidateEvaluation(one, {});
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(s.message()), StartsWith("hidden_shapes: "));
+}
+
+}  // namespace
+}  // namespace pkforge::kernels
