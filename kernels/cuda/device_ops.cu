@@ -59,7 +59,7 @@ __global__ void GenKernel(void* dst, pkf_dtype dt, uint64_t key, int64_t n, int6
       else static_cast<unsigned char*>(dst)[e] = static_cast<unsigned char>(x);
       continue;
     }
-    const float v = GenValue(key, static_cast<uint64_t>(e));
+    const float v = GenFloat(key, static_cast<uint64_t>(e), lo, hi);  // declared range (rng.h)
     if (dt == PKF_F64) static_cast<double*>(dst)[e] = v;
     else if (dt == PKF_F32) static_cast<float*>(dst)[e] = v;
     else if (dt == PKF_F16) static_cast<__half*>(dst)[e] = __float2half_rn(v);

@@ -14,7 +14,8 @@
 
 namespace pkforge::kernels::cuda {
 
-// dst[e] = round_to_dtype(GenValue(key, e)) for e < numel; integer dtypes:
+// dst[e] = round_to_dtype(GenFloat(key, e, lo, hi)) for e < numel (lo == hi:
+// GenValue's [-1, 1); else the float range of FloatInput); integer dtypes:
 // GenInt(key, e, lo, hi) (the host's FillInput, harness/tensor_ops.h).
 cudaError_t GenerateInput(void* dst, pkf_dtype dtype, uint64_t key, int64_t numel,
                           cudaStream_t stream, int64_t lo = 0, int64_t hi = 0);

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "kernels/harness/rng.h"
 #include "pkforge/candidate.h"
 
 namespace pkforge::kernels {
@@ -34,7 +35,9 @@ struct TensorDesc {
   // evaluation's float dtype; unset = the evaluation's dtype.
   std::optional<pkf_dtype> dtype;
   // Integer inputs: values uniform in [lo, hi) (GenInt, harness/rng.h), from
-  // the evaluation's seed like every input. Ignored for float tensors.
+  // the evaluation's seed like every input. Float inputs: a declared range in
+  // fixed point (FloatInput; GenFloat, harness/rng.h); lo == hi (the default)
+  // is uniform in [-1, 1).
   int64_t lo = 0;
   int64_t hi = 0;
 };
@@ -43,6 +46,18 @@ struct TensorDesc {
 inline TensorDesc IntInput(std::string name, std::vector<int64_t> shape, pkf_dtype dtype,
                            int64_t lo, int64_t hi, bool replicated = false) {
   return {std::move(name), std::move(shape), replicated, dtype, lo, hi};
+}
+// A float input (the evaluation's dtype) uniform in [lo, hi) before rounding
+// to the dtype (which may reach hi); mirrored: magnitude in [lo, hi) with a
+// random sign (0 <= lo < hi), a range with a gap around zero. Optimizer state
+// that must be positive (Adam's exp_avg_sq) or values whose sign must not
+// flip under rounding (a bias that decides a ReLU mask) are declared so.
+// Bounds are rounded to the 2^-24 grid; |lo|, |hi| < 2^29.
+inline TensorDesc FloatInput(std::string name, std::vector<int64_t> shape, double lo, double hi,
+                             bool mirrored = false, bool replicated = false) {
+  const auto fx = [](double x) { return static_cast<int64_t>(x * kFloatRangeScale + (x < 0 ? -0.5 : 0.5)); };
+  const int64_t a = fx(lo), b = fx(hi);
+  return {std::move(name), std::move(shape), replicated, std::nullopt, mirrored ? b : a, mirrored ? a : b};
 }
 // An output of a fixed dtype (integers compare exactly).
 inline TensorDesc TypedOutput(std::string name, std::vector<int64_t> shape, pkf_dtype dtype) {

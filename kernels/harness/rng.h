@@ -9,6 +9,11 @@
 // 24 random bits, exactly representable in f32, then rounded once to the dtype.
 // Integer tensors (ids, indices, labels) take GenInt: uniform in the tensor's
 // [lo, hi) from 64 random bits of the same stream (TensorDesc, problem.h).
+// Float tensors with a declared range (FloatInput, problem.h) take GenFloat:
+// the range is fixed point with 24 fraction bits held in the same two int64
+// fields, and the value is drawn with integer arithmetic only (exactly the
+// same on host and device: no rounding, no FMA contraction), then converted
+// exactly to double and rounded once to f32 (and once more to the dtype).
 // The seed is the secret: it lives only in the judge and the trusted
 // reference-rank processes (kernels/README.md).
 // Thread safety: pure functions.
@@ -51,6 +56,29 @@ PKF_HD int64_t GenInt(uint64_t key, uint64_t index, int64_t lo, int64_t hi) {
   const uint64_t span = static_cast<uint64_t>(hi) - static_cast<uint64_t>(lo);
   const uint64_t h = SplitMix64(key + index * 0xd1b54a32d192ed03ull);
   return static_cast<int64_t>(static_cast<uint64_t>(lo) + h % span);
+}
+
+// Fixed-point scale of float ranges: lo/hi hold round(x * 2^24).
+inline constexpr double kFloatRangeScale = 16777216.0;
+
+// Element `index` of a float tensor whose range is (lo, hi) in fixed point
+// (kFloatRangeScale units, FloatInput in problem.h):
+//   lo == hi:  the default, uniform in [-1, 1) (GenValue);
+//   lo <  hi:  uniform in [lo, hi) on the 2^-24 grid;
+//   lo >  hi:  "mirrored": magnitude uniform in [hi, lo) (hi >= 0), sign from
+//              the low bit, i.e. uniform on (-lo, -hi] U [hi, lo): a range
+//              with a gap around zero.
+// The result is the f32 rounding of an exact double (|value| < 2^29 is exact
+// before that rounding), so host and device agree bit for bit.
+PKF_HD float GenFloat(uint64_t key, uint64_t index, int64_t lo, int64_t hi) {
+  if (lo == hi) return GenValue(key, index);
+  const bool mirrored = lo > hi;
+  const int64_t a = mirrored ? hi : lo, b = mirrored ? lo : hi;
+  const uint64_t span = static_cast<uint64_t>(b) - static_cast<uint64_t>(a);
+  const uint64_t h = SplitMix64(key + index * 0xd1b54a32d192ed03ull);
+  int64_t fx = static_cast<int64_t>(static_cast<uint64_t>(a) + (h >> 1) % span);
+  if (mirrored && (h & 1)) fx = -fx;
+  return static_cast<float>(static_cast<double>(fx) * (1.0 / kFloatRangeScale));
 }
 
 }  // namespace pkforge::kernels

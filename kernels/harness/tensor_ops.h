@@ -6,7 +6,8 @@
 // semantics on device.
 //
 // Semantics (binding for both backends):
-// - float inputs: round_to_dtype(GenValue(key, e)); integer inputs:
+// - float inputs: round_to_dtype(GenFloat(key, e, desc.lo, desc.hi)) (the
+//   default range lo == hi is GenValue's [-1, 1)); integer inputs:
 //   GenInt(key, e, desc.lo, desc.hi) (rng.h), stored in the tensor's dtype.
 // - integers compare exactly (the tolerance is ignored: ids, indices, counts
 //   and splits have no rounding); floats as |a - e| <= atol + rtol |e|
@@ -93,12 +94,13 @@ inline void FillInput(void* dst, const Placed& p, uint64_t key) {
   }
   if (p.dtype == PKF_F64) {
     for (int64_t e = 0; e < p.numel; ++e) {
-      const double v = GenValue(key, static_cast<uint64_t>(e));
+      const double v = GenFloat(key, static_cast<uint64_t>(e), p.desc.lo, p.desc.hi);
       std::memcpy(static_cast<char*>(dst) + 8 * e, &v, 8);
     }
     return;
   }
-  for (int64_t e = 0; e < p.numel; ++e) pkf_store(dst, p.dtype, e, GenValue(key, static_cast<uint64_t>(e)));
+  for (int64_t e = 0; e < p.numel; ++e)
+    pkf_store(dst, p.dtype, e, GenFloat(key, static_cast<uint64_t>(e), p.desc.lo, p.desc.hi));
 }
 
 // Compares output `p` (actual vs expected), accumulating into `c` (whose

@@ -168,5 +168,82 @@ TEST(ProblemInfo, IntegerTensorsCarryTheirOwnDtype) {
   EXPECT_EQ(s.in[0].hi, 3 * d.at("M"));
 }
 
+// Ranged float inputs (FloatInput): optimizer state that must be positive,
+// biases whose sign must not flip. The device kernel (device_ops.cu) calls the
+// same GenFloat; what makes the two agree bit for bit is that the value is
+// integer arithmetic, an exact conversion to double and one IEEE rounding to
+// f32, which is checked here: every value is float(k * 2^-24) for the integer
+// k that the formula draws.
+TEST(Rng, GenFloatIsInItsRangeDeterministicAndExactOnTheGrid) {
+  const uint64_t k1 = StreamKey(42, 0, 3), k2 = StreamKey(42, 1, 3);
+  const TensorDesc pos = FloatInput("v", {1}, 0.25, 2.0);
+  ASSERT_LT(pos.lo, pos.hi);
+  double lo_seen = 9, hi_seen = 0, sum = 0;
+  int same_other_rank = 0;
+  for (uint64_t i = 0; i < 4000; ++i) {
+    const float v = GenFloat(k1, i, pos.lo, pos.hi);
+    ASSERT_GE(v, 0.25f);
+    ASSERT_LT(v, 2.0f);
+    ASSERT_EQ(v, GenFloat(k1, i, pos.lo, pos.hi));  // a pure function of (key, index)
+    // On the 2^-24 grid (then rounded to f32): the integer the formula draws.
+    const uint64_t h = SplitMix64(k1 + i * 0xd1b54a32d192ed03ull);
+    const int64_t fx = pos.lo + static_cast<int64_t>((h >> 1) % static_cast<uint64_t>(pos.hi - pos.lo));
+    ASSERT_EQ(v, static_cast<float>(std::ldexp(static_cast<double>(fx), -24))) << i;
+    same_other_rank += v == GenFloat(k2, i, pos.lo, pos.hi);
+    lo_seen = std::min(lo_seen, static_cast<double>(v));
+    hi_seen = std::max(hi_seen, static_cast<double>(v));
+    sum += v;
+  }
+  EXPECT_LT(lo_seen, 0.26);  // covers the range, uniformly (mean ~1.125)
+  EXPECT_GT(hi_seen, 1.99);
+  EXPECT_NEAR(sum / 4000, 1.125, 0.03);
+  EXPECT_LT(same_other_rank, 5);  // other streams are independent
+  // The default range is GenValue's [-1, 1), unchanged for every existing problem.
+  for (uint64_t i = 0; i < 100; ++i) ASSERT_EQ(GenFloat(k1, i, 0, 0), GenValue(k1, i));
+}
+
+TEST(Rng, MirroredFloatRangeHasAGapAroundZeroAndBothSigns) {
+  const uint64_t key = StreamKey(9, 2, 1);
+  const TensorDesc gap = FloatInput("b", {1}, 4.0, 8.0, /*mirrored=*/true);
+  ASSERT_GT(gap.lo, gap.hi);  // the encoding of a mirrored range
+  int negative = 0;
+  for (uint64_t i = 0; i < 2000; ++i) {
+    const float v = GenFloat(key, i, gap.lo, gap.hi);
+    ASSERT_GE(std::fabs(v), 4.0f) << i;
+    ASSERT_LT(std::fabs(v), 8.0f) << i;
+    negative += v < 0;
+  }
+  EXPECT_GT(negative, 850);
+  EXPECT_LT(negative, 1150);
+  // Negative, non-mirrored ranges work too.
+  const TensorDesc neg = FloatInput("n", {1}, -3.0, -1.0);
+  for (uint64_t i = 0; i < 500; ++i) {
+    const float v = GenFloat(key, i, neg.lo, neg.hi);
+    ASSERT_GE(v, -3.0f);
+    ASSERT_LT(v, -1.0f);
+  }
+}
+
+TEST(TensorOps, RangedFloatInputsAreTheRangeRoundedToTheDtype) {
+  const uint64_t key = StreamKey(5, 0, 0);
+  Placed p;
+  p.numel = 300;
+  p.desc = FloatInput("v", {300}, 1e-3, 1e-2);
+  for (pkf_dtype dt : {PKF_BF16, PKF_F16, PKF_F32}) {
+    p.dtype = dt;
+    p.bytes = p.numel * DtypeSize(dt);
+    std::vector<unsigned char> buf(p.bytes);
+    FillInput(buf.data(), p, key);
+    for (int64_t e = 0; e < p.numel; ++e) {
+      const float v = pkf_load(buf.data(), dt, e);
+      unsigned char one[4];
+      pkf_store(one, dt, 0, GenFloat(key, static_cast<uint64_t>(e), p.desc.lo, p.desc.hi));
+      ASSERT_EQ(v, pkf_load(one, dt, 0)) << e;
+      ASSERT_GE(v, 1e-3f * 0.99f);  // rounding to the dtype stays in the range (to an ulp)
+      ASSERT_LE(v, 1e-2f * 1.01f);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace pkforge::kernels
