@@ -59,10 +59,16 @@ namespace pkforge::agent {
 
 struct SearchOptions {
   // Successive halving: each rung keeps the best 1/eta of its configurations
-  // and re-times them with eta times the timed iterations.
+  // and re-times them with eta times the timed iterations, up to a cap.
+  // EvalSettings.timed_iters set: rung 0 times at that count (the job's own)
+  // and later rungs at more, capped at max_timed_iters (other settings).
+  // EvalSettings.timed_iters 0: the job's own count is the executor's default
+  // (AgentOptions::executor_default_timed_iters); rung 0 screens at
+  // min_timed_iters (other settings when fewer) and the cap is the job's own
+  // count, so the rungs that choose the winner run at the job's own settings.
   int32_t eta = 3;
-  int32_t min_timed_iters = 10;  // rung 0 (when EvalSettings.timed_iters is 0)
-  int32_t max_timed_iters = 1000;
+  int32_t min_timed_iters = 10;  // rung 0 when EvalSettings.timed_iters is 0
+  int32_t max_timed_iters = 1000;  // the cap when EvalSettings.timed_iters is set
 };
 
 // One config struct for everything tunable in the agent module (the
@@ -77,6 +83,12 @@ struct AgentOptions {
   // Infrastructure failures (LLM calls that ran out of retries, evaluations
   // without a result) in a row before the job fails.
   int32_t max_consecutive_failures = 3;
+  // The timed iterations an executor runs when a request leaves timed_iters
+  // at 0 (kernels/harness/judge.h LaunchOptions::iters; a test checks they
+  // agree). A job with EvalSettings.timed_iters 0 runs at this count: an
+  // evaluation requested with it is at the job's own settings (comparable)
+  // and is sent with 0, exactly as the job's final re-measurement is.
+  int32_t executor_default_timed_iters = 30;
   RenderLimits render;
   SearchOptions search;
   // Search and replay: evaluations in flight at once (LLM strategies use n /
@@ -132,6 +144,16 @@ struct AgentResult {
   int64_t tokens = 0;
   double cost_usd = 0;
   int64_t elapsed_ms = 0;
+  // best_*: the agent's choice, the candidate the orchestrator re-measures
+  // at the end (orchestrator/final_measurement.h): the fastest correct
+  // evaluation among those timed with the most iterations (a request of 0
+  // counts as executor_default_timed_iters). LLM and replay agents time
+  // everything at the job's own settings, so it is simply the fastest, the
+  // job's best-so-far. A search decides by its last rungs: for a job at the
+  // default settings they run at the job's own settings, so its choice is
+  // the job's best-so-far too; for a job that set timed_iters they run with
+  // more iterations (other settings, not comparable), so the choice may
+  // differ from the best-so-far. Empty when no evaluation was correct.
   std::optional<double> best_speedup;
   std::string best_evaluation_id;
   std::string best_candidate_sha256;

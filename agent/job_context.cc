@@ -1,5 +1,6 @@
 #include "agent/job_context.h"
 
+#include <algorithm>
 #include <cmath>
 #include <utility>
 
@@ -19,6 +20,11 @@ JobContext::JobContext(const AgentEnv& env, const AgentOptions& options)
   start_mono_us_ = env_.clock->NowMonotonicMicros();
   const double wall = env_.spec.budget().wall_seconds();
   if (wall > 0) token_->SetDeadline(start_mono_us_ + static_cast<int64_t>(wall * 1e6));
+}
+
+int32_t JobContext::job_timed_iters() const {
+  const int32_t own = env_.spec.eval().timed_iters();
+  return own > 0 ? own : std::max(1, options_.executor_default_timed_iters);
 }
 
 Stamp JobContext::Now() const {
@@ -193,14 +199,17 @@ absl::StatusOr<Evaluated> JobContext::Evaluate(const std::string& turn_id,
   req.set_source(source);
   req.set_trials(spec.eval().trials());
   req.set_warmup_iters(spec.eval().warmup_iters());
-  req.set_timed_iters(overrides.timed_iters > 0 ? overrides.timed_iters
-                                                : spec.eval().timed_iters());
-  const bool comparable = req.timed_iters() == spec.eval().timed_iters();
+  // The iterations it is timed with, a default resolved (for the choice,
+  // which prefers the most iterations); at the job's own count the request is
+  // the job's own, so a job at the executor's default sends 0 as its final
+  // re-measurement does.
+  const int32_t timed_iters =
+      overrides.timed_iters > 0 ? overrides.timed_iters : job_timed_iters();
+  const bool comparable = timed_iters == job_timed_iters();
+  req.set_timed_iters(comparable ? spec.eval().timed_iters() : timed_iters);
   req.set_timeout_s(spec.eval().timeout_s());
   req.set_profile(spec.eval().profile());
   req.set_sanitize(spec.eval().sanitize());
-  req.set_hidden_shapes(spec.eval().hidden_shapes());
-  *req.mutable_size_ladder() = spec.eval().size_ladder();
   req.set_client_tag(fmt::format("{} {}", env_.job_id, out.evaluation_id));
 
   EvaluationStartEntry start;
@@ -256,9 +265,9 @@ absl::StatusOr<Evaluated> JobContext::Evaluate(const std::string& turn_id,
                            e.result.has_speedup() && std::isfinite(e.result.speedup()) &&
                            e.result.speedup() > 0;
       if (correct &&
-          (!choice_ || req.timed_iters() > choice_->timed_iters ||
-           (req.timed_iters() == choice_->timed_iters && e.result.speedup() > choice_->speedup))) {
-        choice_ = Choice{req.timed_iters(), e.result.speedup(), out.evaluation_id, out.sha256,
+          (!choice_ || timed_iters > choice_->timed_iters ||
+           (timed_iters == choice_->timed_iters && e.result.speedup() > choice_->speedup))) {
+        choice_ = Choice{timed_iters, e.result.speedup(), out.evaluation_id, out.sha256,
                          e.result.roofline().candidate_fraction()};
       }
       if (correct && comparable && (!best_speedup_ || e.result.speedup() > *best_speedup_)) {

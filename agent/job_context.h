@@ -51,10 +51,13 @@ struct Evaluated {
   bool improved = false;
 };
 
-// Per-evaluation overrides of JobSpec.eval (search rungs re-time with more
-// iterations). An evaluation with an override that differs from the job's own
-// setting is recorded as not comparable: it never makes the job's reported
-// best (best_improved events, the target speedup), which stays on one axis.
+// Per-evaluation overrides of JobSpec.eval (search rungs time with other
+// iteration counts). An evaluation with an override that differs from the
+// job's own count (JobContext::job_timed_iters()) is recorded as not
+// comparable: it never makes the job's reported best (best_improved events,
+// the target speedup), which stays on one axis. An override equal to the
+// job's own count is the job's own request (sent as JobSpec.eval.timed_iters,
+// so 0 stays 0: the executor's default) and is comparable.
 struct EvalOverrides {
   int32_t timed_iters = 0;  // 0: JobSpec.eval.timed_iters
 };
@@ -69,6 +72,9 @@ class JobContext {
   const AgentOptions& options() const { return options_; }
   const v1::JobSpec& spec() const { return env_.spec; }
   const CancelToken& token() const { return *token_; }
+  // The job's own timed iterations: JobSpec.eval.timed_iters, or the
+  // executor's default (AgentOptions::executor_default_timed_iters) when 0.
+  int32_t job_timed_iters() const;
 
   Stamp Now() const;
 
@@ -109,8 +115,9 @@ class JobContext {
   std::optional<double> best_speedup() const;
   // AgentResult.best_* is the agent's choice, the candidate the orchestrator
   // re-measures at the end: the fastest correct evaluation among those timed
-  // with the most iterations (so a search's final rung decides, not a noisy
-  // early rung; with one setting, simply the fastest).
+  // with the most iterations, a request of 0 counting as the executor's
+  // default (so a search's final rungs decide, not a noisy early rung; with
+  // one setting, simply the fastest).
   AgentResult Finish(StopReason stop) const;
 
  private:

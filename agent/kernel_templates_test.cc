@@ -615,7 +615,10 @@ class LocalHostEvaluator : public Evaluator {
       return out;
     }
     auto [ref_us, cand_us] =
-        TimeHost(ref_so_, so, req.world_size(), n_, scratch_, req.timed_iters());
+        TimeHost(ref_so_, so, req.world_size(), n_, scratch_,
+                 // 0 = the executor's default, as a real executor reads it
+                 req.timed_iters() > 0 ? req.timed_iters()
+                                       : AgentOptions().executor_default_timed_iters);
     if (ref_us <= 0 || cand_us <= 0) {
       r.set_status(v1::EvaluationResult::RUNTIME_ERROR);
       return out;

@@ -60,9 +60,16 @@ class SearchAgent final : public Agent {
     const v1::JobSpec& spec = ctx_.spec();
     const SearchOptions& so = ctx_.options().search;
     const int32_t eta = std::max(2, so.eta);
+    // The job's own count: the spec's, or the executor's default. A job that
+    // set one starts at it and re-times with more (other settings); a job at
+    // the default screens rung 0 with fewer and times every later rung at
+    // its own settings, so the rungs that choose the winner are on the job's
+    // best-so-far axis and the choice is the job's best (issue #18 item 5).
+    const int32_t own_timed = ctx_.job_timed_iters();
+    const bool default_timed = spec.eval().timed_iters() <= 0;
     const int32_t first_timed =
-        spec.eval().timed_iters() > 0 ? spec.eval().timed_iters() : so.min_timed_iters;
-    const int32_t max_timed = std::max(first_timed, so.max_timed_iters);
+        default_timed ? std::clamp(so.min_timed_iters, 1, own_timed) : own_timed;
+    const int32_t max_timed = default_timed ? own_timed : std::max(own_timed, so.max_timed_iters);
     const int parallel =
         std::max(1, ctx_.options().parallel_evaluations > 0 ? ctx_.options().parallel_evaluations
                                                             : spec.agent().strategy().n());
@@ -82,11 +89,19 @@ class SearchAgent final : public Agent {
     bool sized_by_wall = !(wall_s > 0);  // nothing to adapt to without a wall budget
     for (int rung = 0; !rung_configs.empty(); ++rung) {
       if (auto stop = ctx_.CheckStop(/*starting_turn=*/true)) return ctx_.Finish(*stop);
-      const int32_t iters = static_cast<int32_t>(std::min<int64_t>(timed, max_timed));
+      // A rung of one configuration is the last: at the default settings it
+      // runs at the job's own (also when the budget allows only one rung).
+      const int32_t iters = default_timed && rung_configs.size() == 1
+                                ? own_timed
+                                : static_cast<int32_t>(std::min<int64_t>(timed, max_timed));
+      const std::string settings =
+          iters != own_timed ? "other settings than the job's, kept off its best-so-far axis"
+          : default_timed   ? "the job's own settings: the executor's default"
+                            : "the job's own settings";
       ASSIGN_OR_RETURN(TurnInfo turn,
                        ctx_.BeginTurn(fmt::format("successive halving rung {}: {} configurations, "
-                                                  "{} timed iterations",
-                                                  rung, rung_configs.size(), iters)));
+                                                  "{} timed iterations ({})",
+                                                  rung, rung_configs.size(), iters, settings)));
       std::vector<std::optional<double>> speedups(rung_configs.size());
       const int64_t rung_start_ms = ctx_.Now().elapsed_ms;
       for (size_t next = 0; next < rung_configs.size();) {

@@ -3,6 +3,7 @@
 // successive-halving schedule and its choice can be checked exactly.
 #include "agent/search_agent.h"
 
+#include <algorithm>
 #include <regex>
 #include <set>
 
@@ -12,6 +13,7 @@
 #include "agent/testing/recording_sink.h"
 #include "common/ids.h"
 #include "gtest/gtest.h"
+#include "kernels/harness/judge.h"  // LaunchOptions only (header, no link)
 
 namespace pkforge::agent {
 namespace {
@@ -92,12 +94,13 @@ TEST_F(SearchAgentTest, HalvingFindsTheFastestConfigurationAndImprovesOnTheBasel
   EXPECT_EQ(r->stop_reason, "nothing left to try");
   ASSERT_TRUE(r->best_speedup.has_value());
   EXPECT_NEAR(*r->best_speedup, 1.0 + 0.2 * 6 + 0.1 + 0.05, 1e-9);
-  // Rungs re-time survivors with eta times more iterations.
+  // Rung 0 screens with 10 timed iterations; at the default settings the
+  // later rungs run at the job's own (the executor's default, sent as 0).
   auto reqs = eval.requests();
   EXPECT_EQ(reqs[0].timed_iters(), 10);
-  EXPECT_EQ(reqs[16].timed_iters(), 30);
-  EXPECT_EQ(reqs[22].timed_iters(), 90);
-  EXPECT_EQ(reqs[24].timed_iters(), 270);
+  EXPECT_EQ(reqs[16].timed_iters(), 0);
+  EXPECT_EQ(reqs[22].timed_iters(), 0);
+  EXPECT_EQ(reqs[24].timed_iters(), 0);
   EXPECT_NE(reqs[24].source().find("allreduce: two_shot chunk=1MiB tile=2048"), std::string::npos);
   // The baseline comes first and the search improves on it.
   auto cands = sink_.candidates();
@@ -134,22 +137,71 @@ TEST_F(SearchAgentTest, RungsAtOtherSettingsAreNotComparableAndMakeNoBest) {
     EXPECT_EQ(comparable.count(b.evaluation_id), 1u) << "a rung at other settings improved the best";
   }
   EXPECT_EQ(r->best_evaluation_id, evals.back().evaluation_id);  // the final rung decides
+  EXPECT_NE(sink_.turns()[1].note.find("30 timed iterations (other settings"), std::string::npos)
+      << sink_.turns()[1].note;
+}
 
-  // With the executor's default as the job's setting, no rung is comparable.
-  RecordingSink other;
-  FakeEvaluator eval2(ModelSpeedup);
-  AgentEnv env;
-  env.job_id = NewId("job");
-  env.spec = Spec();
-  env.evaluator = &eval2;
-  env.sink = &other;
-  auto agent = MakeAgent(env, AgentOptions());
-  ASSERT_TRUE(agent.ok());
-  auto r2 = (*agent)->Run();
-  ASSERT_TRUE(r2.ok());
-  EXPECT_TRUE(other.improvements().empty());
-  ASSERT_TRUE(r2->best_speedup.has_value());
-  EXPECT_NE(r2->best_candidate_sha256, "");
+// Issue #18 item 5 for a job at the default settings (timed_iters 0, what
+// `pkforge local` submits): its own count is the executor's default (30).
+// Rung 0 screens with 10 iterations (other settings, apart); every later rung
+// runs at the job's own settings, so the job has a best-so-far during the
+// search and the agent's choice is that best.
+TEST_F(SearchAgentTest, DefaultSettingsJobChoosesOnItsOwnBestSoFarAxis) {
+  FakeEvaluator eval(ModelSpeedup);
+  auto r = Run(Spec(), &eval);
+  ASSERT_TRUE(r.ok()) << r.status();
+  const auto evals = sink_.evaluations();
+  ASSERT_EQ(evals.size(), 16u + 6 + 2 + 1);
+  std::set<std::string> comparable;
+  double best_comparable = 0;
+  for (size_t i = 0; i < evals.size(); ++i) {
+    EXPECT_EQ(evals[i].timed_iters, i < 16 ? 10 : 0) << i;  // 0: the executor's default
+    EXPECT_EQ(evals[i].comparable, i >= 16) << i;
+    if (!evals[i].comparable) continue;
+    comparable.insert(evals[i].evaluation_id);
+    best_comparable = std::max(best_comparable, evals[i].result.speedup());
+  }
+  // The best-so-far: improvements only from the rungs at the job's settings.
+  const auto improvements = sink_.improvements();
+  ASSERT_FALSE(improvements.empty());
+  for (const auto& b : improvements) EXPECT_EQ(comparable.count(b.evaluation_id), 1u);
+  EXPECT_DOUBLE_EQ(improvements.back().speedup, best_comparable);
+  // The choice (what the orchestrator re-measures) is that best.
+  ASSERT_TRUE(r->best_speedup.has_value());
+  EXPECT_EQ(comparable.count(r->best_evaluation_id), 1u);
+  EXPECT_DOUBLE_EQ(*r->best_speedup, best_comparable);
+  EXPECT_NEAR(*r->best_speedup, 1.0 + 0.2 * 6 + 0.1 + 0.05, 1e-9);
+  const auto turns = sink_.turns();
+  ASSERT_EQ(turns.size(), 4u);
+  EXPECT_NE(turns[0].note.find("10 timed iterations (other settings than the job's"),
+            std::string::npos)
+      << turns[0].note;
+  EXPECT_NE(turns[1].note.find("30 timed iterations (the job's own settings: the executor's "
+                               "default)"),
+            std::string::npos)
+      << turns[1].note;
+}
+
+// A budget for one rung only: at the default settings that one rung (its
+// last) runs at the job's own settings, so even then the job has a best.
+TEST_F(SearchAgentTest, DefaultSettingsSingleRungRunsAtTheJobsOwnSettings) {
+  FakeEvaluator eval(ModelSpeedup);
+  v1::JobSpec spec = Spec();
+  spec.mutable_budget()->set_max_evaluations(1);
+  auto r = Run(spec, &eval);
+  ASSERT_TRUE(r.ok()) << r.status();
+  const auto evals = sink_.evaluations();
+  ASSERT_EQ(evals.size(), 1u);
+  EXPECT_EQ(evals[0].timed_iters, 0);
+  EXPECT_TRUE(evals[0].comparable);
+  EXPECT_EQ(sink_.improvements().size(), 1u);
+  EXPECT_EQ(r->best_evaluation_id, evals[0].evaluation_id);
+}
+
+// The agent's idea of the executor's default is the worker's (a request with
+// timed_iters 0 runs `pkforge-worker launch` without --iters).
+TEST(SearchAgentDefaults, ExecutorDefaultTimedItersIsTheWorkersDefault) {
+  EXPECT_EQ(AgentOptions().executor_default_timed_iters, kernels::LaunchOptions().iters);
 }
 
 TEST_F(SearchAgentTest, FailedConfigurationsAreDropped) {

@@ -111,10 +111,17 @@ TEST_F(CliTest, LocalRunsASearchJobEndToEndAndStopsItsChildren) {
   auto j = nlohmann::json::parse(in);
   EXPECT_EQ(j["job"]["state"], "JOB_STATE_SUCCEEDED") << j.dump();
   EXPECT_GE(j["job"]["evaluations"].get<int>(), 1) << j.dump();
-  // The search's rungs time with other iteration counts than the job's, so
-  // none of them is the job's best; its result is the final re-measurement.
-  EXPECT_FALSE(j["job"].contains("best_speedup")) << j.dump();
-  EXPECT_GE(j["job"]["other_settings_evaluations"].get<int>(), 1) << j.dump();
+  // Default settings (timed_iters 0: the executor's default). Rung 0 of the
+  // search (3 configurations) screens with fewer iterations and is kept
+  // apart; its last rung runs at the job's own settings, so the job has a
+  // best during the search (#18 item 5), and its result is the final
+  // re-measurement.
+  EXPECT_EQ(j["job"]["other_settings_evaluations"].get<int>(), 3) << j.dump();
+  EXPECT_EQ(j["job"]["evaluations"].get<int>(), 4) << j.dump();
+  ASSERT_TRUE(j["job"].contains("best_speedup")) << j.dump();
+  EXPECT_GT(j["job"]["best_speedup"].get<double>(), 0);
+  ASSERT_EQ(j["plateau"]["jobs"].size(), 1u) << j.dump();
+  EXPECT_TRUE(j["plateau"]["jobs"][0].contains("final_best")) << j.dump();
   ASSERT_TRUE(j["job"].contains("final_speedup")) << j.dump();
   EXPECT_GT(j["job"]["final_speedup"].get<double>(), 0);
   const std::string best = j["best_source"];
@@ -136,6 +143,26 @@ TEST_F(CliTest, LocalRunsASearchJobEndToEndAndStopsItsChildren) {
   EXPECT_EQ(static_cast<int>(evals->size()), j["job"]["evaluations"].get<int>() + 1);
   EXPECT_EQ(evals->back().role, storage::kRoleFinal);
   EXPECT_EQ(evals->back().id, j["job"]["final_evaluation_id"].get<std::string>());
+  // The comparable one is the job's best and re-measured: the same candidate
+  // at the same settings (0 = the executor's default) as the final one.
+  int comparable = 0;
+  for (const auto& e : *evals) {
+    if (e.role != storage::kRoleSearch || !e.comparable) continue;
+    ++comparable;
+    EXPECT_EQ(e.timed_iters, 0);
+    EXPECT_EQ(e.candidate_sha256, j["job"]["best_candidate_sha256"].get<std::string>());
+  }
+  EXPECT_EQ(comparable, 1);
+  EXPECT_EQ(evals->back().timed_iters, 0);
+  EXPECT_EQ(j["job"]["final_candidate_sha256"], j["job"]["best_candidate_sha256"]) << j.dump();
+  // The stored trajectory has a best-so-far curve of that evaluation.
+  CmdResult show = Pkforge("show " + j["job"]["id"].get<std::string>() + " --db " + data +
+                           "/pkforge.db --json 2>/dev/null");
+  ASSERT_EQ(show.code, 0) << show.out;
+  auto shown = nlohmann::json::parse(show.out);
+  ASSERT_EQ(shown["best_curve"].size(), 1u) << shown.dump();
+  EXPECT_DOUBLE_EQ(shown["best_curve"][0]["best_speedup"].get<double>(),
+                   j["job"]["best_speedup"].get<double>());
   CmdResult ps = Pkforge("version >/dev/null; pgrep -f 'pkforge-(executor|orchestrator).*" + data +
                          "' || echo none");
   EXPECT_NE(ps.out.find("none"), std::string::npos) << ps.out;
@@ -422,7 +449,7 @@ TEST_F(CliTest, SubmitAndLocalShareJobFlagsAndDefaults) {
 // processes on the host backend) and says that host timings are CPU timings.
 TEST_F(CliTest, LocalOnTheHostIsMultiRankAndSaysTimingsAreCpu) {
   const std::string data = (dir_ / "data-default").string();
-  CmdResult r = Pkforge("local --backend host --size tiny --budget 120s --max-evaluations 2 "
+  CmdResult r = Pkforge("local --backend host --size tiny --budget 120s --max-evaluations 3 "
                         "--data-dir " + data + "; echo rc=$?");
   ASSERT_NE(r.out.find("rc=0"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("world size 4 (the host default"), std::string::npos) << r.out;
@@ -440,22 +467,27 @@ TEST_F(CliTest, LocalOnTheHostIsMultiRankAndSaysTimingsAreCpu) {
   ASSERT_EQ(jobs->size(), 1u);
   EXPECT_EQ((*jobs)[0].world_size, 4);
   // Issue #18 item 5, in the database the real orchestrator wrote: the
-  // search's rungs (other iteration counts than the job's) are stored as not
-  // comparable and made no best; the orchestrator's final fresh
-  // re-measurement is stored as its own evaluation and is the job's result.
+  // search's first rung (fewer iterations than the job's) is stored as not
+  // comparable and made no best; its last rung ran at the job's own settings
+  // and is the job's best; the orchestrator's final fresh re-measurement is
+  // stored as its own evaluation and is the job's result.
   auto evals = (*store)->ListEvaluations((*jobs)[0].id);
   ASSERT_TRUE(evals.ok());
-  int rungs = 0, finals = 0;
+  int rungs = 0, comparable = 0, finals = 0;
+  std::string best_id;
   for (const auto& e : *evals) {
     rungs += e.role == storage::kRoleSearch && !e.comparable;
+    if (e.role == storage::kRoleSearch && e.comparable) ++comparable, best_id = e.id;
     finals += e.role == storage::kRoleFinal;
   }
-  EXPECT_GE(rungs, 1);
+  EXPECT_EQ(rungs, 2);
+  EXPECT_EQ(comparable, 1);
   EXPECT_EQ(finals, 1);
-  EXPECT_FALSE((*jobs)[0].best_speedup.has_value()) << "a rung made the job's best";
+  ASSERT_TRUE((*jobs)[0].best_speedup.has_value());
+  EXPECT_EQ((*jobs)[0].best_evaluation_id, best_id) << "a rung made the job's best";
   auto stats = (*store)->GetJobStats((*jobs)[0].id);
   ASSERT_TRUE(stats.ok());
-  EXPECT_EQ(stats->evaluations, rungs);  // the final measurement is not counted
+  EXPECT_EQ(stats->evaluations, rungs + comparable);  // the final measurement is not counted
   EXPECT_EQ(stats->other_evaluations, rungs);
   EXPECT_EQ(stats->final_status, "OK");
   ASSERT_TRUE(stats->final_speedup.has_value());

@@ -115,6 +115,10 @@ absl::Status JobSink::OnEvaluationFinished(const agent::EvaluationEntry& e) {
   if (!e.error.ok()) {
     p->set_status(v1::EvaluationResult::STATUS_UNSPECIFIED);
     p->set_message(fmt::format("no result: {}", e.error.ToString()));
+    // A final re-measurement without a result is still the job's result
+    // (watchers say "re-measurement had no result"), not a search
+    // evaluation without one.
+    p->set_final_measurement(e.final_measurement);
     p->mutable_stages()->set_queue_ms(e.queue_ms);
     RETURN_IF_ERROR(Append(std::move(ev)));
     if (absl::IsInvalidArgument(e.error) || absl::IsFailedPrecondition(e.error)) {

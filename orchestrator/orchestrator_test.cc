@@ -150,10 +150,14 @@ TEST_F(OrchestratorTest, SearchJobRunsToCompletionWithEverythingStoredAndStreame
   EXPECT_GT(done->evaluations(), 0);
   EXPECT_LE(done->evaluations(), 10);
   EXPECT_GT(done->turns(), 0);
-  // Its rungs time with other iteration counts than the job's: none is the
-  // job's best; the result is the final fresh re-measurement (#18 item 5).
-  EXPECT_FALSE(done->has_best_speedup());
-  EXPECT_EQ(done->other_settings_evaluations(), done->evaluations());
+  // Default settings: rung 0 (6 configurations) times with fewer iterations
+  // than the job's and is kept apart; the later rungs run at the job's own
+  // settings and make its best, which is the agent's choice; the result is
+  // the final fresh re-measurement of it (#18 item 5).
+  EXPECT_EQ(done->other_settings_evaluations(), 6);
+  EXPECT_EQ(done->evaluations(), 6 + 2 + 1);
+  EXPECT_TRUE(done->has_best_speedup());
+  EXPECT_EQ(done->best_candidate_sha256(), done->final_candidate_sha256());
   ASSERT_TRUE(done->has_final_speedup());
   EXPECT_EQ(done->final_status(), v1::EvaluationResult::OK);
   EXPECT_FALSE(done->final_candidate_sha256().empty());
@@ -200,15 +204,18 @@ TEST_F(OrchestratorTest, SearchJobRunsToCompletionWithEverythingStoredAndStreame
   treq.set_include_sources(true);
   v1::Trajectory traj;
   ASSERT_TRUE(stub_->GetTrajectory(&ctx, treq, &traj).ok());
-  // The search's evaluations and the final measurement, flagged; the rungs
-  // (other settings) make no best-so-far curve.
+  // The search's evaluations and the final measurement, flagged; rung 0
+  // (other settings) is off the best-so-far curve, the later rungs on it.
   ASSERT_EQ(traj.evaluations_size(), done->evaluations() + 1);
   EXPECT_TRUE(traj.evaluations(done->evaluations()).final_measurement());
   EXPECT_EQ(traj.evaluations(done->evaluations()).id(), done->final_evaluation_id());
   EXPECT_TRUE(traj.evaluations(0).other_settings());
   EXPECT_EQ(traj.evaluations(0).timed_iters(), 10);
   EXPECT_EQ(traj.turns_size(), done->turns());
-  EXPECT_TRUE(traj.best_curve().empty());
+  EXPECT_FALSE(traj.evaluations(6).other_settings());
+  EXPECT_EQ(traj.evaluations(6).timed_iters(), 0);  // the job's own: the executor's default
+  ASSERT_FALSE(traj.best_curve().empty());
+  EXPECT_DOUBLE_EQ(traj.best_curve().rbegin()->best_speedup(), done->best_speedup());
   ASSERT_FALSE(traj.candidates().empty());
   EXPECT_EQ(Sha256Hex(traj.candidates(0).source()), traj.candidates(0).sha256());
 }
