@@ -406,6 +406,11 @@ absl::StatusOr<PlateauReport> BuildPlateauReport(const std::vector<JobTrajectory
     s.label = job.label;
     s.first_correct_s = TimeToFirstCorrect(curve);
     s.final_best = curve.Final();
+    for (const EvalPoint& p : job.points) {
+      if (p.correct && p.comparable && p.multi_size_score && *p.multi_size_score > 0 &&
+          (!s.best_multi_size_score || *p.multi_size_score > *s.best_multi_size_score))
+        s.best_multi_size_score = p.multi_size_score;
+    }
     for (double f : options.fractions) s.time_to_fraction_s.push_back(TimeToFraction(curve, f));
     s.plateau_onset_s = PlateauOnset(curve, options.onset);
     if (s.plateau_onset_s) s.best_at_onset = curve.At(*s.plateau_onset_s);

@@ -110,6 +110,9 @@ struct EvalPoint {
   // evaluation but never makes a step: its speedup is not on the same axis.
   // Its correct speedups are reported apart (BestSoFarCurve::other_*).
   bool comparable = true;
+  // The evaluation's multi-size score (EvaluationResult.multi_size_score: the
+  // geometric mean of its speedups over a size ladder), when it has one.
+  std::optional<double> multi_size_score;
 };
 
 struct JobTrajectory {
@@ -242,6 +245,9 @@ struct JobSummary {
   std::vector<std::optional<double>> time_to_fraction_s;
   std::optional<double> plateau_onset_s;
   std::optional<double> best_at_onset;  // best(onset), for markers and tables
+  // The highest multi-size score among the job's correct comparable
+  // evaluations (size-ladder jobs, issue #17 item 5); none without a ladder.
+  std::optional<double> best_multi_size_score;
 };
 
 struct GroupSummary {

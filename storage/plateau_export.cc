@@ -133,6 +133,7 @@ std::string JobSummaryCsv(const PlateauReport& report) {
   }
   header.push_back("plateau_onset_s");
   header.push_back("best_at_onset");
+  header.push_back("best_multi_size_score");  // size-ladder jobs only
   // Evaluations at other settings than the job's (search rungs): not on the
   // curve, so not in any column above; reported apart.
   header.push_back("other_settings_evaluations");
@@ -155,6 +156,7 @@ std::string JobSummaryCsv(const PlateauReport& report) {
     for (const std::optional<double>& t : j.time_to_fraction_s) row.push_back(Num(t));
     row.push_back(Num(j.plateau_onset_s));
     row.push_back(Num(j.best_at_onset));
+    row.push_back(Num(j.best_multi_size_score));
     row.push_back(std::to_string(j.curve.other_evaluations));
     row.push_back(Num(j.curve.other_best));
     CsvRow(out, row);
@@ -295,6 +297,7 @@ json ReportJson(const PlateauReport& report) {
                     // rungs): not on the curve, reported apart.
                     {"other_settings_evaluations", j.curve.other_evaluations},
                     {"other_settings_best", Opt(j.curve.other_best)},
+                    {"best_multi_size_score", Opt(j.best_multi_size_score)},
                     {"time_to_fraction", std::move(fractions)},
                     {"plateau_onset_s", Opt(j.plateau_onset_s)},
                     {"best_at_onset", Opt(j.best_at_onset)},

@@ -282,8 +282,8 @@ TEST(PlateauExportCsvTest, JobSummary) {
   EXPECT_EQ(Lines(csv)[0],
             "job_id,problem,model,strategy,agent_kind,label,axis,end_s,evaluations,"
             "correct_evaluations,first_correct_s,final_best,time_to_50pct_s,time_to_90pct_s,"
-            "time_to_99pct_s,plateau_onset_s,best_at_onset,other_settings_evaluations,"
-            "other_settings_best");
+            "time_to_99pct_s,plateau_onset_s,best_at_onset,best_multi_size_score,"
+            "other_settings_evaluations,other_settings_best");
   for (const auto& row : rows) ASSERT_EQ(row.size(), rows[0].size());
   // job_a: quoting survives a round trip.
   EXPECT_EQ(rows[1][0], "job_a");

@@ -1,12 +1,30 @@
 #include "storage/plateau_loader.h"
 
 #include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <string>
 #include <numeric>
 
 #include "common/status.h"
 #include "fmt/format.h"
 
 namespace pkforge::storage {
+
+std::optional<double> MultiSizeScore(std::string_view json) {
+  for (std::string_view key : {"\"multi_size_score\"", "\"multiSizeScore\""}) {
+    const size_t at = json.find(key);
+    if (at == std::string_view::npos) continue;
+    size_t i = at + key.size();
+    while (i < json.size() && (json[i] == ' ' || json[i] == ':' || json[i] == '\n')) ++i;
+    const std::string number(json.substr(i, std::min<size_t>(40, json.size() - i)));
+    char* end = nullptr;
+    const double v = std::strtod(number.c_str(), &end);
+    if (end == number.c_str() || !std::isfinite(v) || v <= 0) return std::nullopt;
+    return v;
+  }
+  return std::nullopt;
+}
 
 JobTrajectory TrajectoryFromRecords(const JobRecord& job,
                                     const std::vector<EvaluationRecord>& evaluations,
@@ -55,6 +73,7 @@ JobTrajectory TrajectoryFromRecords(const JobRecord& job,
       p.correct = e.correct && e.speedup.has_value();
       p.speedup = p.correct ? *e.speedup : 0.0;
       p.comparable = e.comparable;
+      p.multi_size_score = MultiSizeScore(e.result_json);
       out.points.push_back(p);
     }
     prev_active_s = active_s;

@@ -43,6 +43,12 @@ namespace pkforge::storage {
 // The pure conversion behind the loaders, for callers that already hold the
 // records. `evaluations` may be in any order; `now_wall_us` is only used for a
 // job that started and has not finished.
+// The multi-size score of a stored result (EvaluationResult proto3 JSON, as
+// result_json holds it; field multi_size_score or multiSizeScore), none when
+// absent or not a positive finite number. The key cannot be forged from inside
+// a string value: there its closing quote is escaped.
+std::optional<double> MultiSizeScore(std::string_view result_json);
+
 JobTrajectory TrajectoryFromRecords(const JobRecord& job,
                                     const std::vector<EvaluationRecord>& evaluations,
                                     int64_t now_wall_us);

@@ -69,6 +69,41 @@ TEST(TrajectoryFromRecordsTest, ActiveTimeSubtractsCumulativeQueueing) {
   EXPECT_TRUE(ValidateTrajectory(t).ok()) << ValidateTrajectory(t);
 }
 
+// Issue #17 item 5: a size-ladder evaluation's multi-size score reaches the
+// plateau analysis from the stored result, and the job summary keeps the
+// best one among its correct comparable evaluations.
+TEST(TrajectoryFromRecordsTest, MultiSizeScoreComesFromTheStoredResult) {
+  EXPECT_THAT(MultiSizeScore(R"({"status":"OK","multi_size_score":1.75,"speedup":2})"),
+              Optional(1.75));
+  EXPECT_THAT(MultiSizeScore(R"({"multiSizeScore": 3e-1})"), Optional(0.3));
+  EXPECT_EQ(MultiSizeScore(R"({"status":"OK","speedup":2})"), std::nullopt);
+  // Inside a string value the key's quotes are escaped: not a score.
+  EXPECT_EQ(MultiSizeScore(R"({"message":"\"multi_size_score\":9"})"), std::nullopt);
+  EXPECT_EQ(MultiSizeScore(R"({"multi_size_score":"NaN"})"), std::nullopt);
+  EXPECT_EQ(MultiSizeScore(""), std::nullopt);
+
+  JobRecord job;
+  job.id = "job_m";
+  std::vector<EvaluationRecord> evals = {Eval(10'000, 0, 1.5), Eval(20'000, 0, 2.0),
+                                         Eval(30'000, 0, {}), Eval(40'000, 0, 9.0)};
+  evals[0].result_json = R"({"status":"OK","multi_size_score":1.25})";
+  evals[1].result_json = R"({"status":"OK","multi_size_score":1.5})";
+  evals[2].result_json = R"({"status":"WRONG_OUTPUT","multi_size_score":8})";
+  evals[3].result_json = R"({"status":"OK","multi_size_score":7})";
+  evals[3].comparable = false;  // a rung at other settings: not the job's
+  const JobTrajectory t = TrajectoryFromRecords(job, evals, /*now_wall_us=*/0);
+  EXPECT_THAT(t.points[0].multi_size_score, Optional(1.25));
+  auto r = BuildPlateauReport({t}, PlateauOptions{});
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_THAT(r->jobs[0].best_multi_size_score, Optional(1.5));
+  JobRecord plain;
+  plain.id = "job_p";
+  auto none = BuildPlateauReport({TrajectoryFromRecords(plain, {Eval(1'000, 0, 2.0)}, 0)},
+                                 PlateauOptions{});
+  ASSERT_TRUE(none.ok());
+  EXPECT_EQ(none->jobs[0].best_multi_size_score, std::nullopt);
+}
+
 TEST(TrajectoryFromRecordsTest, TiesOverlapAndOrder) {
   JobRecord job;
   job.id = "job_x";
