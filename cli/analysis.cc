@@ -421,6 +421,11 @@ int RunRemotePlateau(const PlateauCliOptions& o) {
                 j.job_id().c_str(), j.other_settings_evaluations(),
                 opt(j.has_other_settings_best(), j.other_settings_best()).c_str());
   }
+  for (const auto& j : report.jobs()) {
+    if (!j.has_best_multi_size_score()) continue;
+    std::printf("multi-size: %s: best multi-size score %.3fx (geometric mean over the size ladder)\n",
+                j.job_id().c_str(), j.best_multi_size_score());
+  }
   std::printf("\n%-40s %5s %8s %12s %12s %12s\n", "GROUP", "JOBS", "CORRECT", "MEDIAN_BEST",
               "MEDIAN_ONSET", "MEDIAN_1ST");
   for (const auto& g : report.groups()) {
@@ -532,6 +537,11 @@ int RunPlateau(const PlateauCliOptions& o) {
     std::printf("note: %s: %d evaluation(s) at other settings (search rungs, best %s) are not in "
                 "these figures\n",
                 j.job_id.c_str(), j.curve.other_evaluations, Fmt(j.curve.other_best).c_str());
+  }
+  for (const auto& j : report->jobs) {
+    if (!j.best_multi_size_score) continue;
+    std::printf("multi-size: %s: best multi-size score %.3fx (geometric mean over the size ladder)\n",
+                j.job_id.c_str(), *j.best_multi_size_score);
   }
   std::printf("\n%-40s %5s %8s %12s %12s %12s\n", "GROUP", "JOBS", "CORRECT", "MEDIAN_BEST",
               "MEDIAN_ONSET", "MEDIAN_1ST");

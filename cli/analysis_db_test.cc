@@ -175,12 +175,23 @@ TEST_F(AnalysisDbTest, ReadOnlyCopyInReadOnlyDirectory) {
     e.speedup = 2.5;
     e.elapsed_ms = 4000;
     e.wall_us = job.created_wall_us + 4'000'000;
+    // A size-ladder evaluation (issue #17 item 5): its multi-size score is in
+    // the stored result.
+    e.result_json = R"({"status":"OK","speedup":2.5,"multi_size_score":1.75})";
     ASSERT_TRUE((*store)->AddEvaluation(e).ok());
     ASSERT_TRUE((*store)->UpdateJobState(job.id, storage::JobState::kSucceeded, "",
                                          job.created_wall_us + 9'000'000).ok());
   }
   MakeReadOnly();
   RunAllCommands();
+  // The multi-size score reaches the plateau analysis, its JSON and its table.
+  CmdResult plateau = Pkforge("plateau --db " + db_ + " --json");
+  ASSERT_EQ(plateau.code, 0) << plateau.out;
+  EXPECT_DOUBLE_EQ(nlohmann::json::parse(plateau.out)["jobs"][0]["best_multi_size_score"].get<double>(),
+                   1.75)
+      << plateau.out;
+  CmdResult table = Pkforge("plateau --db " + db_);
+  EXPECT_NE(table.out.find("best multi-size score 1.750x"), std::string::npos) << table.out;
   ExpectUntouched();
 }
 

@@ -348,6 +348,7 @@ v1::PlateauReport PlateauToProto(const storage::PlateauReport& report, bool incl
     }
     SetOpt(j.plateau_onset_s, [p](double v) { p->set_plateau_onset_s(v); });
     SetOpt(j.best_at_onset, [p](double v) { p->set_best_at_onset(v); });
+    SetOpt(j.best_multi_size_score, [p](double v) { p->set_best_multi_size_score(v); });
     if (include_curves) AddCurve(j.curve, p->mutable_curve());
     p->set_other_settings_evaluations(j.curve.other_evaluations);
     SetOpt(j.curve.other_best, [p](double v) { p->set_other_settings_best(v); });
