@@ -210,6 +210,9 @@ absl::StatusOr<Evaluated> JobContext::Evaluate(const std::string& turn_id,
   req.set_timeout_s(spec.eval().timeout_s());
   req.set_profile(spec.eval().profile());
   req.set_sanitize(spec.eval().sanitize());
+  // Hidden shapes and the size ladder (issue #17 item 5), as orchestrator/convert.cc's EvaluationOf.
+  req.set_hidden_shapes(spec.eval().hidden_shapes());
+  *req.mutable_size_ladder() = spec.eval().size_ladder();
   req.set_client_tag(fmt::format("{} {}", env_.job_id, out.evaluation_id));
 
   EvaluationStartEntry start;

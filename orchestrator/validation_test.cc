@@ -7,6 +7,7 @@
 #include <sqlite3.h>
 
 #include <filesystem>
+#include <fstream>
 #include <functional>
 
 #include "fmt/format.h"
@@ -134,6 +135,73 @@ TEST_F(ValidationTest, SubmitRefusesWhatTheExecutorWouldRefuseNamingTheField) {
     ExpectRefused(Submit(spec), c.name, c.field);
   }
   EXPECT_EQ(CountJobs(db()), 0);
+}
+
+// Issue #17 item 5: the job spec's hidden shapes and size ladder reach the
+// executor: final_hidden_shapes only on the final re-measurement,
+// hidden_shapes on every evaluation, the ladder on every evaluation; bad
+// values are refused at submission naming the field.
+TEST_F(ValidationTest, HiddenShapesAndSizeLadderFlowFromTheJobSpecToTheExecutor) {
+  const std::string log = dir_ + "/shapes.log";
+  Start({.shapes_log_file = log});
+  auto lines_of = [&](const std::string& job_id) {
+    std::vector<std::string> out;
+    std::ifstream in(log);
+    for (std::string line; std::getline(in, line);)
+      if (line.rfind(job_id + " ", 0) == 0) out.push_back(line);
+    return out;
+  };
+  v1::JobSpec spec = testing::SearchSpec(2, 60);
+  spec.mutable_eval()->set_final_hidden_shapes(true);
+  spec.mutable_eval()->add_size_ladder("tiny");
+  spec.mutable_eval()->add_size_ladder("default");
+  auto job = Submit(spec);
+  ASSERT_TRUE(job.ok()) << job.status();
+  auto done = testing::WaitForEnd(stub_.get(), job->id(), 60);
+  ASSERT_TRUE(done.ok()) << done.status();
+  ASSERT_TRUE(done->has_final_speedup()) << done->DebugString();
+  const auto lines = lines_of(job->id());
+  ASSERT_GE(lines.size(), 2u) << ::testing::PrintToString(lines);  // search + the final
+  int finals = 0;
+  for (const auto& l : lines) {
+    const bool final = l.find("final measurement") != std::string::npos;
+    finals += final;
+    EXPECT_NE(l.find(final ? "\thidden=1" : "\thidden=0"), std::string::npos) << l;
+    EXPECT_NE(l.find("\tsizes=tiny,default"), std::string::npos) << l;
+  }
+  EXPECT_EQ(finals, 1);
+
+  v1::JobSpec all = testing::SearchSpec(1, 60);
+  all.mutable_eval()->set_hidden_shapes(true);
+  auto job2 = Submit(all);
+  ASSERT_TRUE(job2.ok()) << job2.status();
+  ASSERT_TRUE(testing::WaitForEnd(stub_.get(), job2->id(), 60).ok());
+  for (const auto& l : lines_of(job2->id())) EXPECT_NE(l.find("\thidden=1"), std::string::npos) << l;
+  EXPECT_GE(lines_of(job2->id()).size(), 2u);
+
+  const std::vector<SpecCase> cases = {
+      {"ladder huge", [](v1::JobSpec& s) { s.mutable_eval()->add_size_ladder("huge"); },
+       "spec.eval.size_ladder[0]: 'huge'"},
+      {"ladder twice",
+       [](v1::JobSpec& s) {
+         s.mutable_eval()->add_size_ladder("tiny");
+         s.mutable_eval()->add_size_ladder("tiny");
+       },
+       "spec.eval.size_ladder[1]"},
+      {"final hidden without a family",
+       [](v1::JobSpec& s) {
+         auto* v = s.mutable_size()->mutable_dims()->mutable_values();
+         (*v)["M"] = 1;
+         (*v)["N"] = 1;
+         s.mutable_eval()->set_final_hidden_shapes(true);
+       },
+       "spec.eval.hidden_shapes"},
+  };
+  for (const auto& c : cases) {
+    v1::JobSpec s = testing::SearchSpec();
+    c.mutate(s);
+    ExpectRefused(Submit(s), c.name, c.field);
+  }
 }
 
 // Item 9 (orchestrator side): cuda sizes are bounded by the GPU memory the

@@ -129,6 +129,16 @@ class FakeExecutor::Service final : public v1::Executor::Service {
         std::fclose(f);
       }
     }
+    if (!o_.shapes_log_file.empty()) {
+      std::lock_guard lock(log_mu_);
+      if (FILE* f = std::fopen(o_.shapes_log_file.c_str(), "a")) {
+        std::string sizes;
+        for (const auto& s : req->size_ladder()) sizes += (sizes.empty() ? "" : ",") + s;
+        std::fprintf(f, "%s\thidden=%d\tsizes=%s\n", req->client_tag().c_str(),
+                     req->hidden_shapes() ? 1 : 0, sizes.c_str());
+        std::fclose(f);
+      }
+    }
     struct Leave {
       std::atomic<int>* n;
       ~Leave() { n->fetch_sub(1); }

@@ -35,6 +35,8 @@ struct FakeExecutorOptions {
   int usable_gpus = 8;      // cuda capacity reported by DescribeDevice
   std::string token;        // required bearer token, "" = none
   std::string log_file;     // append "evaluate <client_tag>\n" per request (flushed)
+  // Append "<client_tag>\thidden=<0|1>\tsizes=<ladder,...>\n" per request (flushed).
+  std::string shapes_log_file;
   std::string executor_id = "fake-executor";
   // Non-empty: every Evaluate is refused with INVALID_ARGUMENT and this
   // message, as an executor refuses a configuration it never runs.
