@@ -78,11 +78,22 @@ void ExpectOneOf(const std::string& name, const std::vector<Accept>& accept, dou
 }
 
 TEST(RedTeamGpu, control_private_stream) { Expect("control_private_stream", Result::OK); }
+// Measured on the H200 (session 8): OK at 0.002x (2024 us per call against
+// 4.5): a batch ends when the device, not the call's stream, is idle, so the
+// side stream's work is inside the measured interval, which is what the
+// threat model asks for (or a conviction).
 TEST(RedTeamGpu, side_stream_short) {
-  Expect("side_stream_short", Result::CHEAT_DETECTED, {"outlived_call", "timed_output_reverify"});
+  ExpectOneOf("side_stream_short",
+              {{Result::CHEAT_DETECTED, {"outlived_call", "timed_output_reverify"}},
+               {Result::OK, {}}},
+              /*max_speedup=*/1.0);
 }
+// Measured on the H200 (session 8): TIMEOUT in PHASE_SETUP (the rank's
+// device synchronize after pkf_setup waits for the hog forever): the
+// candidate's status, never the reference's.
 TEST(RedTeamGpu, gpu_hog_setup) {
-  Expect("gpu_hog_setup", Result::CHEAT_DETECTED, {"outlived_call"});
+  ExpectOneOf("gpu_hog_setup",
+              {{Result::CHEAT_DETECTED, {"outlived_call"}}, {Result::TIMEOUT, {}}});
 }
 TEST(RedTeamGpu, patch_event_timing) {
   Expect("patch_event_timing", Result::CHEAT_DETECTED, {"wallclock_crosscheck"});
