@@ -53,6 +53,17 @@ TEST(ShapeFamily, EveryProblemDrawsValidDifferentDimsAtEveryWorldSize) {
   }
 }
 
+// zero1's hidden-size search never ended at N=36, world 2 (dout 9 odd,
+// din+dout+1 even): the dims are refused now instead of hanging.
+TEST(ShapeFamily, ShardedMlpDimsWithoutADivisibleParameterCountAreRefused) {
+  for (const char* name : {"zero1", "zero2"}) {
+    const Problem& p = **FindProblem(name);
+    EXPECT_FALSE(ResolveSize(p, "M=24,N=36", 2).ok()) << name;
+    EXPECT_TRUE(ResolveSize(p, "M=24,N=36", 1).ok()) << name;
+    EXPECT_TRUE(ResolveSize(p, "M=24,N=40", 2).ok()) << name;
+  }
+}
+
 TEST(ShapeFamily, DeterministicPerSeed) {
   const Problem& p = **FindProblem("allreduce");
   for (uint64_t seed = 0; seed < 20; ++seed) {

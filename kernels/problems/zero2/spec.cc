@@ -16,6 +16,6 @@ PKF_DEFINE_PROBLEM(zero2) = {
     // f16 is left out: Adam's second moment of these gradients (~1e-4) sits
     // near f16's subnormal range, where one ulp is a large fraction of it.
     .dtypes = {PKF_BF16, PKF_F32},
-    .validate = RequirePositive, .spec = Spec, .tolerance = MlpAdamTolerance, .cost = CostOf,
+    .validate = ValidateShardedMlp, .spec = Spec, .tolerance = MlpAdamTolerance, .cost = CostOf,
     .host_reference = pkf_ref_zero2_run, .pkb_id = 42};
 }  // namespace pkforge::kernels
