@@ -52,6 +52,27 @@ TEST(HiddenShapes, HonestCandidateIsOkOnHiddenShapes) {
   EXPECT_TRUE(v.result.has_speedup());
 }
 
+// The family is usable for every problem: the honest naive host candidate of
+// each is correct on hidden shapes around tiny (the reference and the checks
+// hold away from the presets too), at an even and an odd world size.
+TEST(HiddenShapes, EveryProblemsNaiveCandidateIsCorrectOnHiddenShapes) {
+  for (const Problem* p : Problems()) {
+    for (int w : {2, 3}) {
+      if (w < p->min_world || w > p->max_world) continue;
+      const std::string cmd = fmt::format(
+          "{} launch --json --problem {} --backend host --world-size {} --size tiny --trials 2 "
+          "--skip-timing --hidden-shapes --timeout 60 {}/naive_host_{}.so",
+          PKF_WORKER, p->name, w, PKF_CANDIDATES, p->name);
+      const Verdict v = RunJudge(cmd, ::testing::TempDir() + "size_eval_stderr.txt");
+      ASSERT_TRUE(v.parsed) << p->name << ": " << v.channel_error << "\n" << v.stderr_text;
+      EXPECT_EQ(v.result.status(), v1::EvaluationResult::OK)
+          << p->name << " w=" << w << " at " << DimsToString(EvaluatedDims(v.result)) << ": "
+          << v.result.message();
+      EXPECT_TRUE(v.result.hidden_shapes());
+    }
+  }
+}
+
 TEST(SizeLadder, MultiSizeScoreIsTheGeometricMeanOfTheSpeedups) {
   const Verdict v = Launch("naive_host_allreduce", "--size tiny --sizes tiny,default");
   ASSERT_EQ(v.result.status(), v1::EvaluationResult::OK) << v.result.message();
