@@ -116,5 +116,24 @@ TEST(Suite, RightValuesAtACoarserPrecisionAreWrongForEveryProblemAndDtype) {
   Report(bad, "problem/dtype/world combinations accepted values at a coarser precision");
 }
 
+// ddp, zero1, zero2: an honest step computed as PyTorch's bf16 path does
+// (every intermediate rounded, gradients summed over ranks in another order
+// with a rounding per addition) passes. The input ranges (FloatInput: a
+// positive exp_avg_sq, |b1| away from 0) keep Adam and the ReLU mask off their
+// discontinuities; the tolerance covers the roundings.
+TEST(Suite, HonestLowPrecisionOptimizerStepsPass) {
+  std::vector<std::string> bad;
+  for (const char* name : {"ddp", "zero1", "zero2"}) {
+    auto p = FindProblem(name);
+    ASSERT_TRUE(p.ok()) << name;
+    for (pkf_dtype dt : (*p)->dtypes)
+      for (int w : {1, 2, 3, 8}) {
+        const std::string e = Expect(**p, "honest_lowp_mlp_adam", w, dt, Result::OK, 10);
+        if (!e.empty()) bad.push_back(e);
+      }
+  }
+  Report(bad, "honest low-precision optimizer steps rejected");
+}
+
 }  // namespace
 }  // namespace pkforge::kernels
