@@ -171,6 +171,8 @@ bool ForbidProcWrites() {
   const int ruleset = static_cast<int>(syscall(SYS_landlock_create_ruleset, &attr, sizeof attr, 0));
   if (ruleset < 0) return false;
   bool ok = true;
+  struct stat proc{};
+  const bool have_proc = stat("/proc", &proc) == 0;
   if (DIR* root = opendir("/")) {
     while (const dirent* e = readdir(root)) {
       const std::string name = e->d_name;
@@ -183,8 +185,8 @@ bool ForbidProcWrites() {
       rule.parent_fd = fd;
       // /proc reached through a symlink (none on a sane system) would be
       // allowed: refuse to add a rule for any entry that is the proc mount.
-      struct stat st{}, proc{};
-      if (fstat(fd, &st) == 0 && stat("/proc", &proc) == 0 && st.st_dev == proc.st_dev &&
+      struct stat st{};
+      if (have_proc && fstat(fd, &st) == 0 && st.st_dev == proc.st_dev &&
           st.st_ino == proc.st_ino) {
         close(fd);
         continue;

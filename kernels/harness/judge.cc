@@ -55,8 +55,6 @@ constexpr int64_t kLingerLimitNs = 5'000'000;
 constexpr int64_t kFreezeLimitNs = 2'000'000'000;
 // Least time a round of reference ranks gets, whatever is left of the phase.
 constexpr int64_t kRefRoundMinNs = 5'000'000'000;
-// Single-call rounds per side in the timing phase, and how far apart the
-// batched and single-call speedups may be (Judge::BatchConsistency).
 // Short batches per timing phase (Judge::BatchConsistency); how much slower
 // per call the candidate may be in them, relative to the reference's own
 // ratio, before it is flagged, and CHEAT_DETECTED on cuda (on the host
@@ -267,7 +265,7 @@ class Judge {
   // Each of these returns false when the evaluation has ended; result_ then
   // holds the status and its details.
   bool Spawn();
-  void BatchConsistency(double ref_batched_us, double cand_batched_us);
+  void BatchConsistency();
   bool Send(const std::vector<Proc*>& procs, const Cmd& cmd);
   bool Collect(const std::vector<Proc*>& procs, uint32_t op, v1::Phase phase,
                std::vector<Reply>* replies);
@@ -1269,7 +1267,7 @@ bool Judge::Timing() {
 // disturbed batch of each kind: noise only adds. Known limit: the batch
 // length is in the command the candidate's harness reads, and amortization
 // in chunks shorter than a short batch looks the same in both.
-void Judge::BatchConsistency(double /*ref_batched_us*/, double /*cand_batched_us*/) {
+void Judge::BatchConsistency() {
   if (ref_short_walls_.empty() || ref_us_.empty()) return;
   auto least = [](const std::vector<double>& v) { return *std::min_element(v.begin(), v.end()); };
   const double ref_s = least(ref_short_walls_), cand_s = least(cand_short_walls_);
@@ -1417,7 +1415,7 @@ void Judge::Finish() {
            fmt::format("candidate processes stopped outside their calls ({} frozen windows, no "
                        "thread ran)", frozen_windows_));
   if (cand.median > 0) result_.set_speedup(ref.median / cand.median);
-  BatchConsistency(ref.median, cand.median);
+  BatchConsistency();
 
   // Roofline (host ceilings: measured memcpy bandwidth; a nominal 10 GFLOP/s per rank).
   const Cost cost = problem_->cost(dims_, o_.world_size, DtypeSize(dtype_));
