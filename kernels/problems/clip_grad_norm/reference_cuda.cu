@@ -3,46 +3,19 @@
 // squares over the three gradients, one block adds the partials in a fixed
 // order (deterministic), ncclAllReduce of one f32, then one kernel scales the
 // three gradients by coef (read on device: no host round trip) and writes
-// total_norm. Written with the candidate ABI: it is also compiled as a
+// total_norm (the partials' sum and the all-reduce: common/clip_norm.cuh,
+// shared with clip_grad_norm_ep). Written with the candidate ABI: it is also compiled as a
 // candidate (ref_cuda_clip_grad_norm.so).
 #include "pkforge/candidate.h"
-#include "../common/cuda_util.cuh"
-
-#define PKF_CLIP_BLOCKS 1024
-
-typedef struct {
-  float* partial;  // [PKF_CLIP_BLOCKS + 1]: partials, then the sum of squares
-} pkf_clip_state;
+#include "../common/clip_norm.cuh"
 
 typedef struct {
   const void* g[3];
   void* c[3];
 } pkf_clip_ptrs;
 
-extern "C" int pkf_setup(pkf_context* ctx) {
-  pkf_clip_state* st = (pkf_clip_state*)calloc(1, sizeof(pkf_clip_state));
-  if (st == NULL) return 1;
-  ctx->user_state = st;
-  PKF_CU(cudaMalloc(&st->partial, (PKF_CLIP_BLOCKS + 1) * sizeof(float)));
-  return 0;
-}
-extern "C" void pkf_teardown(pkf_context* ctx) {
-  pkf_clip_state* st = (pkf_clip_state*)ctx->user_state;
-  if (st == NULL) return;
-  if (st->partial) cudaFree(st->partial);
-  free(st);
-}
-
-__device__ __forceinline__ float pkf_block_sum(float v) {
-  __shared__ float part[256];
-  part[threadIdx.x] = v;
-  __syncthreads();
-  for (int s = blockDim.x / 2; s > 0; s >>= 1) {
-    if (threadIdx.x < s) part[threadIdx.x] += part[threadIdx.x + s];
-    __syncthreads();
-  }
-  return part[0];
-}
+extern "C" int pkf_setup(pkf_context* ctx) { return pkf_clip_setup(ctx); }
+extern "C" void pkf_teardown(pkf_context* ctx) { pkf_clip_teardown(ctx); }
 
 __global__ void pkf_clip_sumsq(pkf_clip_ptrs p, pkf_dtype dt, int64_t n, float* partial) {
   float acc = 0.0f;
@@ -51,15 +24,8 @@ __global__ void pkf_clip_sumsq(pkf_clip_ptrs p, pkf_dtype dt, int64_t n, float* 
       const float v = pkf_dload(p.g[t], dt, i);
       acc += v * v;
     }
-  const float s = pkf_block_sum(acc);
+  const float s = pkf_clip_block_sum(acc);
   if (threadIdx.x == 0) partial[blockIdx.x] = s;
-}
-
-__global__ void pkf_clip_total(float* partial, int blocks) {
-  float acc = 0.0f;
-  for (int b = threadIdx.x; b < blocks; b += blockDim.x) acc += partial[b];
-  const float s = pkf_block_sum(acc);
-  if (threadIdx.x == 0) partial[PKF_CLIP_BLOCKS] = s;
 }
 
 __global__ void pkf_clip_scale(pkf_clip_ptrs p, void* norm_out, pkf_dtype dt, int64_t n, const float* ss) {
@@ -82,13 +48,11 @@ extern "C" int pkf_run(pkf_context* ctx, const pkf_tensor* in, int32_t n_in, pkf
     p.g[t] = in[t].data;
     p.c[t] = out[t].data;
   }
-  int blocks = pkf_cu_blocks(n);
-  if (blocks > PKF_CLIP_BLOCKS) blocks = PKF_CLIP_BLOCKS;
+  const int blocks = pkf_clip_blocks(n);
   pkf_clip_sumsq<<<blocks, 256, 0, s>>>(p, dt, n, st->partial);
-  pkf_clip_total<<<1, 256, 0, s>>>(st->partial, blocks);
-  PKF_CU(cudaGetLastError());
-  float* ss = st->partial + PKF_CLIP_BLOCKS;
-  PKF_NCCL(ncclAllReduce(ss, ss, 1, ncclFloat32, ncclSum, (ncclComm_t)ctx->nccl, s));
+  float* ss = NULL;
+  const int rc = pkf_clip_reduce(ctx, st, blocks, /*all_reduce=*/1, s, &ss);
+  if (rc != 0) return rc;
   pkf_clip_scale<<<pkf_cu_blocks(n), 256, 0, s>>>(p, out[3].data, dt, n, ss);
   PKF_CU(cudaGetLastError());
   return 0;

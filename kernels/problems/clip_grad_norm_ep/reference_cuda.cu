@@ -5,44 +5,18 @@
 // g and of e' = dtype(e / ep_size), one block adds the partials in a fixed
 // order (deterministic), ncclAllReduce of one f32, then one kernel writes both
 // clipped gradients and total_norm (coef read on device: no host round trip).
+// The partials' sum and the all-reduce: common/clip_norm.cuh (shared with
+// clip_grad_norm).
 // Written with the candidate ABI: it is also compiled as a candidate
 // (ref_cuda_clip_grad_norm_ep.so).
 #include "pkforge/candidate.h"
-#include "../common/cuda_util.cuh"
+#include "../common/clip_norm.cuh"
 
-#define PKF_CGE_BLOCKS 1024
-
-typedef struct {
-  float* partial;  // [PKF_CGE_BLOCKS + 1]: partials, then the sum of squares
-} pkf_cge_state;
-
-extern "C" int pkf_setup(pkf_context* ctx) {
-  pkf_cge_state* st = (pkf_cge_state*)calloc(1, sizeof(pkf_cge_state));
-  if (st == NULL) return 1;
-  ctx->user_state = st;
-  PKF_CU(cudaMalloc(&st->partial, (PKF_CGE_BLOCKS + 1) * sizeof(float)));
-  return 0;
-}
-extern "C" void pkf_teardown(pkf_context* ctx) {
-  pkf_cge_state* st = (pkf_cge_state*)ctx->user_state;
-  if (st == NULL) return;
-  if (st->partial) cudaFree(st->partial);
-  free(st);
-}
+extern "C" int pkf_setup(pkf_context* ctx) { return pkf_clip_setup(ctx); }
+extern "C" void pkf_teardown(pkf_context* ctx) { pkf_clip_teardown(ctx); }
 
 __device__ __forceinline__ float pkf_cge_round(float v, pkf_dtype dt) {
   return dt == PKF_F32 ? v : dt == PKF_F16 ? __half2float(__float2half_rn(v)) : __bfloat162float(__float2bfloat16_rn(v));
-}
-
-__device__ __forceinline__ float pkf_cge_block_sum(float v) {
-  __shared__ float part[256];
-  part[threadIdx.x] = v;
-  __syncthreads();
-  for (int s = blockDim.x / 2; s > 0; s >>= 1) {
-    if (threadIdx.x < s) part[threadIdx.x] += part[threadIdx.x + s];
-    __syncthreads();
-  }
-  return part[0];
 }
 
 __global__ void pkf_cge_sumsq(const void* g, const void* e, float scale, pkf_dtype dt, int64_t n, float* partial) {
@@ -51,15 +25,8 @@ __global__ void pkf_cge_sumsq(const void* g, const void* e, float scale, pkf_dty
     const float a = pkf_dload(g, dt, i), b = pkf_cge_round(pkf_dload(e, dt, i) * scale, dt);
     acc += a * a + b * b;
   }
-  const float s = pkf_cge_block_sum(acc);
+  const float s = pkf_clip_block_sum(acc);
   if (threadIdx.x == 0) partial[blockIdx.x] = s;
-}
-
-__global__ void pkf_cge_total(float* partial, int blocks) {
-  float acc = 0.0f;
-  for (int b = threadIdx.x; b < blocks; b += blockDim.x) acc += partial[b];
-  const float s = pkf_cge_block_sum(acc);
-  if (threadIdx.x == 0) partial[PKF_CGE_BLOCKS] = s;
 }
 
 __global__ void pkf_cge_scale(const void* g, const void* e, void* cg, void* ce, void* norm_out, float scale,
@@ -76,20 +43,17 @@ __global__ void pkf_cge_scale(const void* g, const void* e, void* cg, void* ce, 
 extern "C" int pkf_run(pkf_context* ctx, const pkf_tensor* in, int32_t n_in, pkf_tensor* out,
                        int32_t n_out, void* stream) {
   (void)n_in; (void)n_out;
-  pkf_cge_state* st = (pkf_cge_state*)ctx->user_state;
+  pkf_clip_state* st = (pkf_clip_state*)ctx->user_state;
   cudaStream_t s = (cudaStream_t)stream;
   const pkf_dtype dt = out[0].dtype;
   const int64_t n = pkf_cu_numel(&in[0]);
   const int ep_size = ctx->world_size / 2 > 1 ? ctx->world_size / 2 : 1;
   const float scale = 1.0f / (float)ep_size;
-  int blocks = pkf_cu_blocks(n);
-  if (blocks > PKF_CGE_BLOCKS) blocks = PKF_CGE_BLOCKS;
+  const int blocks = pkf_clip_blocks(n);
   pkf_cge_sumsq<<<blocks, 256, 0, s>>>(in[0].data, in[1].data, scale, dt, n, st->partial);
-  pkf_cge_total<<<1, 256, 0, s>>>(st->partial, blocks);
-  PKF_CU(cudaGetLastError());
-  float* ss = st->partial + PKF_CGE_BLOCKS;
-  if (ctx->world_size > 1)
-    PKF_NCCL(ncclAllReduce(ss, ss, 1, ncclFloat32, ncclSum, (ncclComm_t)ctx->nccl, s));
+  float* ss = NULL;
+  const int rc = pkf_clip_reduce(ctx, st, blocks, /*all_reduce=*/ctx->world_size > 1, s, &ss);
+  if (rc != 0) return rc;
   pkf_cge_scale<<<pkf_cu_blocks(n), 256, 0, s>>>(in[0].data, in[1].data, out[0].data, out[1].data, out[2].data, scale,
                                                  dt, n, ss);
   PKF_CU(cudaGetLastError());
