@@ -199,6 +199,7 @@ class CudaRank {
         case kOpSnapshot: Snapshot(cmd, &rep); break;
         case kOpSnapCompare: SnapCompare(cmd.slot, &rep); break;
         case kOpPoisonCheck: NotPoison(cmd, &rep); break;
+        case kOpProgress: CallsDone(cmd, &rep); break;
         case kOpIdle: Idle(&rep); break;
         case kOpSwitch: SwitchContext(&rep); break;
         case kOpPoison: Failed(&rep, PoisonOutputs(CandBase(), cmd.slot), "poison"); break;
@@ -695,6 +696,30 @@ class CudaRank {
           return;
         rep->value += static_cast<uint64_t>(p.numel - c.unwritten);
       }
+    }
+  }
+
+  // Calls of the batch whose live candidate outputs all match the reference's
+  // within tolerance (progress probe: the candidate's process is frozen
+  // mid-batch; work it queued may still run, which only adds calls).
+  void CallsDone(const Cmd& cmd, Reply* rep) {
+    if (!EnsureCandData(rep)) return;
+    for (uint32_t k = 0; k < cmd.count; ++k) {
+      const int slot = static_cast<int>(cmd.SlotAt(k));
+      bool ok = true;
+      for (const Placed& p : out_) {
+        CheckRecord c{};
+        if (Failed(rep, CompareOutputs(At(cand_data_, slot, p), At(data_, slot, p), p.dtype, p.numel,
+                                       tol_.atol, tol_.rtol, PoisonBits(p.dtype), scratch_, stream_,
+                                       &c),
+                   "progress probe"))
+          return;
+        if (c.mismatches > 0) {
+          ok = false;
+          break;
+        }
+      }
+      rep->value += ok ? 1 : 0;
     }
   }
 

@@ -39,6 +39,9 @@ enum Op : uint32_t {
   kOpSwitch = 15,   // ref (cuda): run an empty kernel in a second, idle GPU context of this
                     //       rank, so the next timed batch of either side starts with a
                     //       context switch alike (host: no-op)
+  kOpProgress = 16,  // ref: value = calls of the batch whose live candidate outputs all match
+                     //       the reference's within tolerance (a progress probe: the candidate is
+                     //       frozen in the middle of the batch; the reference ran it already)
   kOpHello = 14,    // cand: sent unasked once hardened, before any candidate code is loaded;
                     //       rc = kRcHarness when hardening failed (the only trusted cand reply)
 };

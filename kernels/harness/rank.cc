@@ -166,6 +166,7 @@ class Rank {
         case kOpSnapshot: Snapshot(cmd); break;
         case kOpSnapCompare: rep.value = SnapCompare(cmd.slot); break;
         case kOpPoisonCheck: rep.value = NotPoison(cmd); break;
+        case kOpProgress: rep.value = CallsDone(cmd); break;
         case kOpPoison: PoisonOutputs(cand_data_, cmd.slot); break;
         case kOpSync: break;  // host: pkf_run is synchronous
         case kOpIdle: break;  // host: no device that could stay busy
@@ -331,6 +332,26 @@ class Rank {
         n += CountNotPoison(
             cand_data_ + layout_.SlotBase(static_cast<int>(cmd.SlotAt(k))) + p.offset, p);
     return n;
+  }
+
+  // Calls of the batch whose live candidate outputs all match the reference's
+  // within tolerance (progress probe; the candidate is frozen mid-batch).
+  uint64_t CallsDone(const Cmd& cmd) {
+    uint64_t done = 0;
+    for (uint32_t k = 0; k < cmd.count; ++k) {
+      const int64_t base = layout_.SlotBase(static_cast<int>(cmd.SlotAt(k)));
+      bool ok = true;
+      for (const Placed& p : layout_.out[o_.rank]) {
+        CheckRecord c{};
+        c.first_index = -1;
+        if (CompareOutput(cand_data_ + base + p.offset, data_ + base + p.offset, p, tol_, &c)) {
+          ok = false;
+          break;
+        }
+      }
+      done += ok ? 1 : 0;
+    }
+    return done;
   }
 
   int64_t OutBytes() const {

@@ -1,0 +1,49 @@
+#include "kernels/harness/progress_probe.h"
+
+#include <algorithm>
+
+#include "fmt/format.h"
+
+namespace pkforge::kernels {
+
+namespace {
+constexpr double kMinElapsed = 0.3;   // earlier, wake-up and the first call weigh too much
+constexpr double kBehindShare = 0.25; // of the calls an honest candidate has done by then
+constexpr double kAheadElapsed = 0.5; // every call done by half the fastest batch's time
+constexpr double kAllDone = 0.999;
+}  // namespace
+
+ProgressFinding ClassifyProgress(const ProgressSample& s) {
+  if (!s.replies_pending) return ProgressFinding::kInconclusive;  // the batch had ended
+  if (s.done >= kAllDone && s.elapsed <= kAheadElapsed) return ProgressFinding::kAhead;
+  if (s.elapsed < kMinElapsed) return ProgressFinding::kInconclusive;
+  if (s.done < kBehindShare * std::min(s.elapsed, 1.0)) return ProgressFinding::kBehind;
+  return ProgressFinding::kConsistent;
+}
+
+const char* ProgressFindingName(ProgressFinding f) {
+  switch (f) {
+    case ProgressFinding::kConsistent: return "consistent";
+    case ProgressFinding::kBehind: return "behind";
+    case ProgressFinding::kAhead: return "ahead";
+    case ProgressFinding::kInconclusive: return "inconclusive";
+  }
+  return "?";
+}
+
+ProgressVerdict JudgeProgress(const std::vector<ProgressSample>& samples) {
+  ProgressVerdict v;
+  int bad = 0;
+  for (const ProgressSample& s : samples) {
+    const ProgressFinding f = ClassifyProgress(s);
+    if (f == ProgressFinding::kBehind || f == ProgressFinding::kAhead) ++bad;
+    if (!v.detail.empty()) v.detail += "; ";
+    v.detail += fmt::format("{:.0f}% of the batch's time: {:.0f}% of the calls done ({})",
+                            100 * s.elapsed, 100 * s.done, ProgressFindingName(f));
+  }
+  v.cheat = bad >= 2;
+  v.flag = bad == 1;
+  return v;
+}
+
+}  // namespace pkforge::kernels

@@ -1,0 +1,52 @@
+// Progress probes of timed batches (anti-cheat check "batch_progress").
+//
+// Contract. On a few batches drawn from secret randomness the judge stops
+// the candidate's processes (the trusted freezer) at a secret moment in the
+// middle of the batch, a fraction `elapsed` of the candidate's own fastest
+// batch, and the reference ranks count the calls whose live outputs already
+// match the reference (`done`, a fraction of the batch's calls). Calls are
+// independent and each does its own work (candidate.h), so an honest
+// candidate has done about `elapsed` of its calls. A candidate that defers
+// calls to the end of the batch, or does the whole batch in its first call
+// (into private memory, copying results out call by call), has done almost
+// none ("behind"); one that wrote every call's outputs in its first call has
+// done all of them long before its batch could have ended ("ahead"). Noise
+// only delays an honest candidate, so `elapsed` is measured on the judge's
+// clock less the time the candidate's threads waited for a CPU.
+//
+// Known limit (docs/threat-model.md): amortization over chunks of a few
+// calls keeps `done` within a chunk of `elapsed` and is not seen.
+//
+// Pure functions; no state, any thread.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace pkforge::kernels {
+
+struct ProgressSample {
+  double elapsed = 0;          // probe time / the candidate's fastest batch (0..)
+  double done = 0;             // calls complete / calls in the batch (0..1)
+  bool replies_pending = true; // some candidate rank had not replied at the probe
+};
+
+enum class ProgressFinding { kConsistent, kBehind, kAhead, kInconclusive };
+
+// One probe: behind when at least 30% of a batch's time has passed and fewer
+// than a quarter of the calls that would be done are; ahead when every call
+// is done at no more than half the batch's time with replies still pending;
+// inconclusive when too little time passed or the batch had ended.
+ProgressFinding ClassifyProgress(const ProgressSample& s);
+
+struct ProgressVerdict {
+  bool cheat = false;  // at least two probes behind or ahead
+  bool flag = false;   // exactly one
+  std::string detail;  // every probe, for the check's detail
+};
+
+ProgressVerdict JudgeProgress(const std::vector<ProgressSample>& samples);
+
+const char* ProgressFindingName(ProgressFinding f);
+
+}  // namespace pkforge::kernels

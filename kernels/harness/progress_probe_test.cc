@@ -1,0 +1,54 @@
+#include "kernels/harness/progress_probe.h"
+
+#include "gtest/gtest.h"
+
+namespace pkforge::kernels {
+namespace {
+
+TEST(ProgressProbe, HonestProgressIsConsistent) {
+  EXPECT_EQ(ClassifyProgress({0.5, 0.45, true}), ProgressFinding::kConsistent);
+  EXPECT_EQ(ClassifyProgress({0.3, 0.2, true}), ProgressFinding::kConsistent);
+  // Slower than its fastest batch (noise only delays): still consistent.
+  EXPECT_EQ(ClassifyProgress({0.7, 0.3, true}), ProgressFinding::kConsistent);
+  // Beyond its fastest batch's time, not done yet.
+  EXPECT_EQ(ClassifyProgress({1.4, 0.9, true}), ProgressFinding::kConsistent);
+}
+
+TEST(ProgressProbe, DeferredCallsAreBehind) {
+  EXPECT_EQ(ClassifyProgress({0.5, 0.0, true}), ProgressFinding::kBehind);
+  EXPECT_EQ(ClassifyProgress({0.35, 0.05, true}), ProgressFinding::kBehind);
+  EXPECT_EQ(ClassifyProgress({2.0, 0.2, true}), ProgressFinding::kBehind);
+}
+
+TEST(ProgressProbe, EveryCallDoneEarlyIsAhead) {
+  EXPECT_EQ(ClassifyProgress({0.2, 1.0, true}), ProgressFinding::kAhead);
+  EXPECT_EQ(ClassifyProgress({0.5, 1.0, true}), ProgressFinding::kAhead);
+  // Done at 90% of its fastest batch: a fast batch, not a fused one.
+  EXPECT_EQ(ClassifyProgress({0.9, 1.0, true}), ProgressFinding::kConsistent);
+}
+
+TEST(ProgressProbe, TooEarlyOrEndedIsInconclusive) {
+  EXPECT_EQ(ClassifyProgress({0.1, 0.0, true}), ProgressFinding::kInconclusive);
+  EXPECT_EQ(ClassifyProgress({0.5, 0.0, false}), ProgressFinding::kInconclusive);
+  EXPECT_EQ(ClassifyProgress({0.2, 1.0, false}), ProgressFinding::kInconclusive);
+}
+
+TEST(ProgressProbe, TwoAnomaliesConvictOneFlags) {
+  const ProgressVerdict honest = JudgeProgress({{0.4, 0.35, true}, {0.6, 0.5, true}, {0.5, 1.0, false}});
+  EXPECT_FALSE(honest.cheat);
+  EXPECT_FALSE(honest.flag);
+  EXPECT_NE(honest.detail.find("40% of the batch's time: 35% of the calls done (consistent)"),
+            std::string::npos)
+      << honest.detail;
+  const ProgressVerdict once = JudgeProgress({{0.4, 0.0, true}, {0.6, 0.5, true}, {0.5, 0.4, true}});
+  EXPECT_FALSE(once.cheat);
+  EXPECT_TRUE(once.flag);
+  const ProgressVerdict twice = JudgeProgress({{0.4, 0.0, true}, {0.3, 1.0, true}, {0.5, 0.4, true}});
+  EXPECT_TRUE(twice.cheat);
+  EXPECT_NE(twice.detail.find("(behind)"), std::string::npos);
+  EXPECT_NE(twice.detail.find("(ahead)"), std::string::npos);
+  EXPECT_FALSE(JudgeProgress({}).cheat);
+}
+
+}  // namespace
+}  // namespace pkforge::kernels
