@@ -555,6 +555,60 @@ TEST(RedTeamPending, batch_defer_to_last) {
          10, "", 1.5 * honest);
 }
 
+// ---- round 4 (helper-redteam4, session 2026-12-04 21:05) -------------------------------------
+// helper-notes/redteam-findings.md "ROUND 4" has the measurements.
+// Benign: each call computes its own result into a private buffer and copies
+// it into its output (barrier-free per-call epochs). Looks like the private
+// look-ahead attacks below; must stay OK.
+RT(control_private_scratch, {kOk})
+
+// Amortization the short batches of batch_consistency cannot see: look-ahead
+// fusion of K calls per exchange into PRIVATE memory (each call writes only
+// its own output, so nothing is written ahead), K = 4, 8, or exactly the
+// judge's short-batch length (one chunk per short batch, four per long one:
+// the short/long ratio stays ~1); deferral in chunks of 8 whose end comes
+// from the harness's own Cmd on the rank's stack. Host: batch_consistency is
+// flag-only, so even a flagged one is OK. Seen OK at 4-11x (control_naive
+// ~1x). The fixed judge must not report OK above 1.5x control_naive's speedup
+// (measured in the same test). Pending (PKFORGE_REDTEAM_PENDING=1) until the
+// judge is fixed: round 4 findings 2-3.
+void ExpectNotAboveHonest(const std::string& name, const char* finding) {
+  if (getenv("PKFORGE_REDTEAM_PENDING") == nullptr)
+    GTEST_SKIP() << finding << " (not fixed yet); PKFORGE_REDTEAM_PENDING=1 runs it";
+  const double honest = HonestSpeedup();
+  Expect(name, {Accept{Result::CHEAT_DETECTED, kBatchChecks}, kWrong, kOk}, "", 10, "",
+         1.5 * honest);
+}
+TEST(RedTeamPending, lookahead_private_k4) {
+  ExpectNotAboveHonest("lookahead_private_k4", "round 4 finding 2");
+}
+TEST(RedTeamPending, lookahead_private_k8) {
+  ExpectNotAboveHonest("lookahead_private_k8", "round 4 finding 2");
+}
+TEST(RedTeamPending, lookahead_private_shortlen) {
+  ExpectNotAboveHonest("lookahead_private_shortlen", "round 4 finding 2");
+}
+TEST(RedTeamPending, defer_chunk_cmd) {
+  ExpectNotAboveHonest("defer_chunk_cmd", "round 4 finding 3");
+}
+
+// A timer-interrupt storm on the ranks' CPU while the reference is timed:
+// rank 0 arms ~1000-6000 one-shot timerfds (opened in pkf_setup) at the end
+// of the candidate batches that a reference batch follows (the ABBA order
+// is fixed), and is frozen while they fire; each expiry is an interrupt
+// charged to whatever runs on that CPU, i.e. the reference. pkf_run is the
+// naive reference: seen OK at 2.6-3.3x with no check failing or flagged
+// (round 4 finding 1). The fixed judge must not report OK above 1.5x
+// control_naive's speedup (any CHEAT_DETECTED check, or RUNTIME_ERROR if
+// arming timers is refused in a way that fails the candidate, is fine).
+TEST(RedTeamPending, irq_storm_ref) {
+  if (getenv("PKFORGE_REDTEAM_PENDING") == nullptr)
+    GTEST_SKIP() << "round 4 finding 1 (not fixed yet); PKFORGE_REDTEAM_PENDING=1 runs it";
+  const double honest = HonestSpeedup();
+  Expect("irq_storm_ref", {kCheatAny, kOk, kRuntime, Accept{Result::SETUP_ERROR, {}}}, "", 10, "",
+         1.5 * honest);
+}
+
 // ---- output policy self-test, every problem ------------------------------------------------
 // All-zero outputs and outputs that repeat the rank's first input must be
 // rejected by every problem, dtype and world size 1 and 3 (a problem that
