@@ -33,10 +33,6 @@ std::string PhaseName(v1::Phase p) {
   return n;
 }
 
-std::string StatusName(v1::EvaluationResult::Status s) {
-  return v1::EvaluationResult::Status_Name(s);
-}
-
 std::string CodeLang(v1::Backend b) { return b == v1::BACKEND_HOST ? "cpp" : "cuda"; }
 
 std::string Timing(const char* who, const v1::TimingStats& t) {
@@ -212,42 +208,8 @@ int64_t EstimateTokens(std::string_view text) {
   return static_cast<int64_t>((text.size() + 3) / 4);
 }
 
-std::string_view BackendName(v1::Backend backend) {
-  switch (backend) {
-    case v1::BACKEND_CUDA:
-      return "cuda";
-    case v1::BACKEND_HOST:
-      return "host";
-    default:
-      return "unspecified";
-  }
-}
-
-std::string_view DtypeName(v1::Dtype dtype) {
-  switch (dtype) {
-    case v1::DTYPE_F32:
-      return "f32";
-    case v1::DTYPE_F16:
-      return "f16";
-    case v1::DTYPE_BF16:
-      return "bf16";
-    case v1::DTYPE_F64:
-      return "f64";
-    case v1::DTYPE_I32:
-      return "i32";
-    case v1::DTYPE_I64:
-      return "i64";
-    case v1::DTYPE_U8:
-      return "u8";
-    case v1::DTYPE_FP8_E4M3:
-      return "fp8_e4m3";
-    default:
-      return "default";
-  }
-}
-
 std::string SummarizeResult(const v1::EvaluationResult& r) {
-  std::string s = StatusName(r.status());
+  std::string s(StatusName(r.status()));
   if (r.status() == v1::EvaluationResult::OK && r.has_speedup()) {
     s += fmt::format(", {:.3f}x vs reference", r.speedup());
     if (r.roofline().candidate_fraction() > 0) {

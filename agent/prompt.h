@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "agent/llm_client.h"
+#include "common/v1_names.h"
 #include "pkforge/v1/executor.pb.h"
 #include "pkforge/v1/orchestrator.pb.h"
 
@@ -84,7 +85,9 @@ Prompt BuildPrompt(const PromptInputs& in);
 // The reply-format instructions (also used by tests and `pkforge llm check`).
 std::string ReplyFormatInstructions(v1::Backend backend);
 
-std::string_view BackendName(v1::Backend backend);  // "cuda" | "host" | "unspecified"
-std::string_view DtypeName(v1::Dtype dtype);        // "f32", "bf16", ...
+// "cuda" | "host" | "unspecified", "f32" | "bf16" | ...: the project's one
+// table of v1 enum names (common/v1_names.h), re-exported for the agent's callers.
+using pkforge::BackendName;
+using pkforge::DtypeName;
 
 }  // namespace pkforge::agent

@@ -11,17 +11,6 @@
 
 namespace pkforge::convert {
 
-std::string BackendName(v1::Backend b) {
-  switch (b) {
-    case v1::BACKEND_HOST:
-      return "host";
-    case v1::BACKEND_CUDA:
-      return "cuda";
-    default:
-      return "unspecified";
-  }
-}
-
 std::string AgentKindName(v1::AgentKind k) {
   switch (k) {
     case v1::AGENT_KIND_LLM:
@@ -52,10 +41,6 @@ std::string StrategyName(const v1::AgentConfig& a) {
     default:
       return "sequential";
   }
-}
-
-std::string StatusName(v1::EvaluationResult::Status s) {
-  return v1::EvaluationResult::Status_Name(s);
 }
 
 v1::JobState ToProtoState(storage::JobState s) {
@@ -122,12 +107,6 @@ absl::Status FromJson(std::string_view json, google::protobuf::Message* m) {
         fmt::format("{}: {}", m->GetDescriptor()->name(), s.ToString()));
   }
   return absl::OkStatus();
-}
-
-v1::EvaluationResult::Status ParseStatus(std::string_view name) {
-  v1::EvaluationResult::Status s = v1::EvaluationResult::STATUS_UNSPECIFIED;
-  if (!name.empty()) v1::EvaluationResult::Status_Parse(std::string(name), &s);
-  return s;
 }
 
 absl::Status FromStoredJson(std::string_view json, google::protobuf::Message* m,

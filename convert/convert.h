@@ -6,7 +6,9 @@
 //
 // Contract
 // - Names written to SQLite and shown to people ("host", "llm",
-//   "successive_halving", "OK", "queued") come from here.
+//   "successive_halving", "OK", "queued") come from here (the backend, dtype
+//   and status names from common/v1_names.h, the one table the agent's
+//   prompts use too).
 // - Event payloads: events.type is the name of the v1::Event payload case
 //   ("state_changed", "turn_started", "llm_call", "evaluation_started",
 //   "evaluation_finished", "best_improved", "log", "evaluation_aborted",
@@ -33,18 +35,21 @@
 #include <string_view>
 
 #include "absl/status/statusor.h"
+#include "common/v1_names.h"
 #include "pkforge/v1/orchestrator.pb.h"
 #include "storage/plateau.h"
 #include "storage/store.h"
 
 namespace pkforge::convert {
 
-std::string BackendName(v1::Backend b);                  // "host" | "cuda" | "unspecified"
-std::string AgentKindName(v1::AgentKind k);              // "llm" | "search" | "replay"
-std::string StrategyName(const v1::AgentConfig& a);      // "sequential" | ... | "successive_halving"
-std::string StatusName(v1::EvaluationResult::Status s);  // "OK", "COMPILE_ERROR", ...
-// The status enum of a stored name; STATUS_UNSPECIFIED for "" or an unknown name.
-v1::EvaluationResult::Status ParseStatus(std::string_view name);
+// Backend and evaluation status names (and the status of a stored name:
+// STATUS_UNSPECIFIED for "" or an unknown one) are the project's one table,
+// common/v1_names.h, re-exported for this library's callers.
+using pkforge::BackendName;  // "host" | "cuda" | "unspecified"
+using pkforge::ParseStatus;
+using pkforge::StatusName;  // "OK", "COMPILE_ERROR", ...
+std::string AgentKindName(v1::AgentKind k);          // "llm" | "search" | "replay"
+std::string StrategyName(const v1::AgentConfig& a);  // "sequential" | ... | "successive_halving"
 
 v1::JobState ToProtoState(storage::JobState s);
 storage::JobState FromProtoState(v1::JobState s);  // UNSPECIFIED maps to queued

@@ -36,8 +36,8 @@ using convert::StatusName;
 using convert::StrategyName;
 using convert::ToJson;
 using convert::ToProtoState;
-// "f32" | "bf16" | ...: the agent's names (agent/prompt.h), one table for
-// prompts, messages and stored specs.
+// "f32" | "bf16" | ...: the one table of v1 enum names (common/v1_names.h,
+// re-exported by agent/prompt.h) for prompts, messages and stored specs.
 using agent::DtypeName;
 
 // Longest accepted client strings of a JobSpec (bytes). Errors never quote

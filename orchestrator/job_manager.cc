@@ -560,8 +560,8 @@ void JobManager::RunJob(std::shared_ptr<Job> job) {
         offsets.elapsed_ms = ElapsedMs(*job);
         spent_here_ms = offsets.elapsed_ms - job->offsets.elapsed_ms;
       }
-      JobSink sink(job->id, BackendName(job->spec.backend()), offsets, log_, &job->progress,
-                   metrics_);
+      JobSink sink(job->id, std::string(BackendName(job->spec.backend())), offsets, log_,
+                   &job->progress, metrics_);
       agent::AgentEnv env;
       env.job_id = job->id;
       env.spec = job->run_spec;
