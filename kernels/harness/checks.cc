@@ -1,0 +1,269 @@
+#include "kernels/harness/checks.h"
+
+#include <algorithm>
+#include <chrono>
+#include <fstream>
+#include <iterator>
+#include <thread>
+
+#include "fmt/format.h"
+#include "kernels/harness/protocol.h"
+#include "kernels/harness/shm.h"
+
+namespace pkforge::kernels {
+namespace {
+
+using Result = v1::EvaluationResult;
+
+// cuda: longest a device-wide synchronize may take right after a call
+// returned (judge's clock, including one command round trip).
+constexpr int64_t kLingerLimitNs = 5'000'000;
+// How much slower per call the candidate may be in short batches, relative
+// to the reference's own ratio, before it is flagged, and CHEAT_DETECTED on
+// cuda (on the host backend a batch's fixed costs are wake-ups of hundreds
+// of us on a loaded host, too noisy to convict on).
+constexpr double kBatchFlag = 2.0;
+constexpr double kBatchCheat = 2.0;
+
+}  // namespace
+
+bool AntiCheat::ThreadCheck(const std::string& when) {
+  for (RankProc* p : pool_->cands()) {
+    const int threads = CountThreads(p->pid);
+    if (threads > p->baseline_threads) {
+      const std::string d = fmt::format(
+          "{}: candidate rank {} has {} threads after the call, {} after setup (work may "
+          "outlive the call; create long-lived threads in pkf_setup)",
+          when, p->rank, threads, p->baseline_threads);
+      out_->AddCheck("outlived_call", false, false, d);
+      out_->End(Result::CHEAT_DETECTED, "outlived_call: " + d);
+      return false;
+    }
+  }
+  return true;
+}
+
+// Processes: the candidate ranks are the only candidate processes allowed to
+// exist between calls (anything else could work outside the measured time).
+bool AntiCheat::ProcessCheck(const std::string& when) {
+  std::string detail;
+  if (pool_->candidate_tree().Extra(&detail).empty()) return true;
+  const std::string d = fmt::format("{}: {}", when, detail);
+  out_->AddCheck("outlived_call", false, false, d);
+  out_->End(Result::CHEAT_DETECTED, "outlived_call: " + d);
+  return false;
+}
+
+// cuda: right after the candidate's call, the GPU must be idle. Freezing
+// stops the candidate's CPU side, not kernels it queued; a kernel still
+// running (a hog that would slow the reference, or work finishing after the
+// judge's clock stopped) makes a trusted empty kernel wait for a time slice.
+bool AntiCheat::IdleCheck(v1::Phase phase, const std::string& when) {
+  if (!Cuda()) return true;
+  int64_t worst = 0;
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    std::vector<Reply> r;
+    if (!pool_->Round(pool_->refs(), kOpIdle, 0, 0, phase, &r)) return false;
+    worst = 0;
+    for (const Reply& x : r) worst = std::max<int64_t>(worst, static_cast<int64_t>(x.value));
+    if (worst <= kLingerLimitNs) return true;
+  }
+  const std::string d = fmt::format(
+      "{}: the GPU was still busy after the candidate's call returned (an empty kernel of the "
+      "judge's waited {:.1f} ms, limit {} ms): candidate work outlived the call",
+      when, worst / 1e6, kLingerLimitNs / 1'000'000);
+  out_->AddCheck("outlived_call", false, false, d);
+  out_->End(Result::CHEAT_DETECTED, "outlived_call: " + d);
+  return false;
+}
+
+bool AntiCheat::OutlivedCheck(int slot, v1::Phase phase, const std::string& when) {
+  if (!ThreadCheck(when) || !ProcessCheck(when) || !IdleCheck(phase, when)) return false;
+  if (Cuda()) {
+    // Work the candidate queued on other streams (perhaps not even submitted
+    // to the GPU yet while its process is frozen): a device-wide synchronize
+    // in its ranks, timed by the judge's clock, must find nothing left.
+    std::vector<Reply> s;
+    int64_t sync_ns = 0;
+    if (!pool_->Round(pool_->cands(), kOpSync, 0, 0, phase, &s, &sync_ns)) return false;
+    if (sync_ns > kLingerLimitNs) {
+      const std::string d = fmt::format(
+          "{}: a device-wide synchronize right after pkf_run returned took {:.1f} ms (limit {} "
+          "ms): work queued outside the call's stream outlived the call",
+          when, sync_ns / 1e6, kLingerLimitNs / 1'000'000);
+      out_->AddCheck("outlived_call", false, false, d);
+      out_->End(Result::CHEAT_DETECTED, "outlived_call: " + d);
+      return false;
+    }
+    // Kernels still running keep writing while its processes are frozen:
+    // its outputs must not change over a delay and a second synchronize.
+    std::vector<Reply> d1, d2;
+    if (!pool_->Round(pool_->refs(), kOpDigest, slot, 0, phase, &d1)) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(o_.outlive_delay_ms));
+    if (!pool_->Round(pool_->cands(), kOpSync, 0, 0, phase, &s)) return false;
+    if (!pool_->Round(pool_->refs(), kOpDigest, slot, 0, phase, &d2)) return false;
+    for (size_t i = 0; i < pool_->refs().size(); ++i) {
+      if (d1[i].value != d2[i].value) {
+        const std::string d = fmt::format(
+            "{}: outputs of rank {} changed {} ms after pkf_run returned (work outlived the call)",
+            when, pool_->refs()[i]->rank, o_.outlive_delay_ms);
+        out_->AddCheck("outlived_call", false, false, d);
+        out_->End(Result::CHEAT_DETECTED, "outlived_call: " + d);
+        return false;
+      }
+    }
+  }
+  out_->AddCheck("outlived_call", true, false,
+                 fmt::format("no thread or process outlived a call{}",
+                             Cuda() ? "; the GPU idle and outputs stable after each call" : ""));
+  return true;
+}
+
+void AntiCheat::StaticScan(const std::vector<std::string>& problem_forbidden) {
+  std::vector<std::string> forbidden = problem_forbidden;
+  forbidden.insert(forbidden.end(), o_.forbid.begin(), o_.forbid.end());
+  if (forbidden.empty()) {
+    out_->AddCheck("static_scan", true, true, "no forbidden calls for this problem");
+    return;
+  }
+  std::ifstream f(o_.candidate, std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  std::vector<std::string> found;
+  for (const auto& name : forbidden) {
+    // Imported symbols appear NUL-terminated in .dynstr (possibly with @version).
+    if (bytes.find(std::string(1, '\0') + name + std::string(1, '\0')) != std::string::npos ||
+        bytes.find(std::string(1, '\0') + name + "@") != std::string::npos)
+      found.push_back(name);
+  }
+  if (found.empty()) {
+    out_->AddCheck("static_scan", true, true, "no forbidden symbol referenced by the candidate");
+  } else {
+    std::string list;
+    for (auto& s : found) list += (list.empty() ? "" : ", ") + s;
+    out_->AddCheck("static_scan", false, true, "candidate references forbidden calls: " + list);
+    out_->result().add_flags("static_scan: forbidden calls referenced: " + list);
+  }
+}
+
+void AntiCheat::IsolationCheck() {
+  // Structural check, verified at run time: no candidate process maps or holds
+  // a reference-side segment (where reference outputs live), and the seeds
+  // only ever travel on reference ranks' command pipes.
+  for (RankProc* p : pool_->cands()) {
+    std::ifstream maps(fmt::format("/proc/{}/maps", p->pid));
+    std::string line;
+    while (std::getline(maps, line))
+      if (line.find("pkf-ref-") != std::string::npos) {
+        out_->AddCheck(
+            "reference_isolation", false, false,
+            fmt::format("candidate rank {} maps a reference segment: {}", p->rank, line));
+        out_->End(Result::CHEAT_DETECTED, "reference_isolation: candidate maps reference memory");
+        return;
+      }
+  }
+  out_->AddCheck(
+      "reference_isolation", true, false,
+      "seeds and reference outputs live only in the judge and reference-rank processes; no "
+      "candidate process maps reference memory");
+}
+
+void AntiCheat::LeftoverCheck() {
+  std::string detail;
+  if (!pool_->candidate_tree().Extra(&detail).empty()) {
+    const std::string d = "after pkf_teardown: " + detail;
+    out_->AddCheck("leftover_process", false, false, d);
+    out_->End(Result::CHEAT_DETECTED, "leftover_process: " + d);
+  } else {
+    out_->AddCheck("leftover_process", true, false,
+                   "no process of the candidate outlived its ranks");
+  }
+}
+
+void AntiCheat::WallclockCrosscheck(const TimingSamples& s, const TimingSummary& t) {
+  const TimingStats_& ref = t.ref;
+  const TimingStats_& cand = t.cand;
+  const double ref_rep = t.ref_rep, cand_rep = t.cand_rep;
+  if (pool_->window_violations() > 0) {
+    const std::string d =
+        fmt::format("{} reported intervals outside the judge's wall-clock window; {}",
+                    pool_->window_violations(), pool_->window_detail());
+    out_->AddCheck("wallclock_crosscheck", false, false, d);
+    out_->End(Result::CHEAT_DETECTED, "wallclock_crosscheck: " + d);
+  } else if (const double cand_min =
+                 s.cand_unqueued_us.empty()
+                     ? cand.min
+                     : *std::min_element(s.cand_unqueued_us.begin(), s.cand_unqueued_us.end());
+             ref.min > 0 && ref_rep >= 0.8 * ref.min && cand_rep < 0.5 * cand_min &&
+             cand_min - cand_rep > 5.0) {
+    // Where the reference's own account covers most of the judge's time, a
+    // candidate whose account covers less than half of its own least
+    // disturbed batch (noise only ever adds to the judge's time) claims time
+    // it did not spend: it rewrote its timing state or its CUDA runtime.
+    const std::string d = fmt::format(
+        "candidate reports {:.1f} us per call but the judge measured at least {:.1f} us while "
+        "its threads held a CPU or did not ask for one (the reference reports {:.1f} us of at "
+        "least {:.1f} us)",
+        cand_rep, cand_min, ref_rep, ref.min);
+    out_->AddCheck("wallclock_crosscheck", false, false, d);
+    out_->End(Result::CHEAT_DETECTED, "wallclock_crosscheck: " + d);
+  } else {
+    out_->AddCheck(
+        "wallclock_crosscheck", true, false,
+        fmt::format("official times are the judge's clock over {}-call batches (round trip "
+                    "{:.1f} us subtracted); ranks' own reports agree (candidate {:.1f} of "
+                    "{:.1f} us, reference {:.1f} of {:.1f} us)",
+                    s.batch, s.overhead_us, cand_rep, cand.median, ref_rep, ref.median));
+  }
+}
+
+void AntiCheat::FrozenWhileIdle() {
+  out_->AddCheck(
+      "frozen_while_idle", true, false,
+      fmt::format("candidate processes stopped outside their calls ({} frozen windows, no "
+                  "thread ran)",
+                  pool_->frozen_windows()));
+}
+
+// Per-call time in short batches against long ones, the candidate's ratio
+// over the reference's. Calls are independent (candidate.h), so an honest
+// candidate costs the same per call in both, up to the fixed cost of a batch
+// spread over fewer calls (measured on the reference the same way; the
+// candidate's is larger by the wake-up of a process stopped for longer: at
+// 768/192-call batches of 6.6 us calls on the H200 that is ~4%, at 64/16
+// ~35%). One that does a whole batch's work together (every input set of a
+// batch is in its memory when the batch starts: one exchange for all calls,
+// every call deferred to the last) costs per batch what one call costs, so
+// per call about len(long)/len(short) = 4x more in short batches. Least
+// disturbed batch of each kind: noise only adds. Known limit: the batch
+// length is in the command the candidate's harness reads, and amortization
+// in chunks shorter than a short batch looks the same in both.
+void AntiCheat::BatchConsistency(const TimingSamples& s) {
+  if (s.ref_short_walls.empty() || s.ref_us.empty()) return;
+  auto least = [](const std::vector<double>& v) { return *std::min_element(v.begin(), v.end()); };
+  const double ref_s = least(s.ref_short_walls), cand_s = least(s.cand_short_walls);
+  const double ref_l = least(s.ref_us), cand_l = least(s.cand_us);
+  if (ref_l <= 0 || cand_l <= 0 || ref_s <= 0) return;
+  const double ratio = (cand_s / cand_l) / (ref_s / ref_l);
+  const std::string d = fmt::format(
+      "per call in {}-call batches against {}-call ones: candidate {:.2f} / {:.2f} us, reference "
+      "{:.2f} / {:.2f} us: {:.2f}x the reference's ratio",
+      s.short_len, s.batch, cand_s, cand_l, ref_s, ref_l, ratio);
+  if (Cuda() && ratio > kBatchCheat) {
+    const std::string why =
+        d + fmt::format(
+                " (limit {:.1f}x): the work of a batch's calls was done together (one exchange for "
+                "several calls, or calls deferred)",
+                kBatchCheat);
+    out_->AddCheck("batch_consistency", false, false, why);
+    out_->End(Result::CHEAT_DETECTED, "batch_consistency: " + why);
+  } else if (ratio > kBatchFlag) {
+    out_->AddCheck(
+        "batch_consistency", false, true,
+        d + fmt::format(" (flagged beyond {:.1f}x): work done together over a batch's calls?",
+                        kBatchFlag));
+  } else {
+    out_->AddCheck("batch_consistency", true, false, d);
+  }
+}
+
+}  // namespace pkforge::kernels

@@ -1,0 +1,79 @@
+// The judge's anti-cheat checks (docs/threat-model.md has the threats they
+// answer). Each records its outcome under a fixed check name in the
+// evaluation's Outcome (outcome.h); a failing check that is not flag-only
+// ends the evaluation with CHEAT_DETECTED and "<check>: <detail>".
+//
+//   static_scan           the candidate binary imports no forbidden call
+//                         (flag only).
+//   reference_isolation   no candidate process maps a reference segment.
+//   outlived_call         between calls: no thread beyond those after
+//                         pkf_setup (ThreadCheck), no candidate process but
+//                         the ranks (ProcessCheck), the GPU idle (IdleCheck,
+//                         cuda), and on cuda a device-wide synchronize that
+//                         finds nothing left and outputs that stay unchanged
+//                         over a delay (OutlivedCheck runs them all).
+//   leftover_process      nothing of the candidate outlived its ranks.
+//   wallclock_crosscheck  every rank's reported interval lies inside the
+//                         judge's window, and the candidate's own account
+//                         of its time is not far below the judge's clock.
+//   frozen_while_idle     candidate processes did not run while frozen (the
+//                         failure is recorded by RankPool::Thaw).
+//   batch_consistency     per-call time in short batches against long ones,
+//                         relative to the reference's (work done together
+//                         over a batch's calls).
+// The output checks of every call (input_mutation, poison_unwritten,
+// timed_output_reverify, poison_at_start, determinism) are part of the
+// evaluation sequence in judge.cc.
+//
+// Every bool-returning check returns false when the evaluation has ended.
+// Thread safety: none; used by the judge's single thread, with the RankPool
+// and Outcome of the same evaluation.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "kernels/harness/judge.h"
+#include "kernels/harness/outcome.h"
+#include "kernels/harness/rank_pool.h"
+#include "kernels/harness/verdict.h"
+#include "pkforge/v1/common.pb.h"
+
+namespace pkforge::kernels {
+
+class AntiCheat {
+ public:
+  // options, *pool and *outcome must outlive it.
+  AntiCheat(const LaunchOptions& options, RankPool* pool, Outcome* outcome)
+      : o_(options), pool_(pool), out_(outcome) {}
+
+  // Before any rank exists: the problem's forbidden calls and --forbid
+  // against the candidate binary's imported symbols.
+  void StaticScan(const std::vector<std::string>& problem_forbidden);
+  void IsolationCheck();
+
+  // After a candidate call, while its processes are frozen.
+  bool ThreadCheck(const std::string& when);
+  bool ProcessCheck(const std::string& when);
+  bool IdleCheck(v1::Phase phase, const std::string& when);
+  // All of the above, and on cuda that no work of the call is left (slot:
+  // the outputs of the call).
+  bool OutlivedCheck(int slot, v1::Phase phase, const std::string& when);
+
+  // After the candidate ranks have exited (RankPool::AwaitCandidateExit).
+  void LeftoverCheck();
+
+  // Over the timing phase's samples (verdict.h), in this order.
+  void WallclockCrosscheck(const TimingSamples& s, const TimingSummary& t);
+  void FrozenWhileIdle();
+  void BatchConsistency(const TimingSamples& s);
+
+ private:
+  bool Cuda() const { return o_.backend == "cuda"; }
+
+  const LaunchOptions& o_;
+  RankPool* pool_;
+  Outcome* out_;
+};
+
+}  // namespace pkforge::kernels

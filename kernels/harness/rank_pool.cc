@@ -1,0 +1,632 @@
+#include "kernels/harness/rank_pool.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <string_view>
+#include <thread>
+
+#include "fmt/format.h"
+
+extern char** environ;
+
+namespace pkforge::kernels {
+namespace {
+
+using Result = v1::EvaluationResult;
+
+constexpr uint64_t kFlagCount = 1024;
+constexpr const char* kSideNames[2] = {"ref", "cand"};
+// How long stopping every candidate process may take.
+constexpr int64_t kFreezeLimitNs = 2'000'000'000;
+// Least time a round of reference ranks gets, whatever is left of the phase.
+constexpr int64_t kRefRoundMinNs = 5'000'000'000;
+
+// The rank processes' environment: an allowlist (the sandbox gives an exact
+// environment; this is the second line of defence, and the only one when
+// `pkforge-worker launch` runs outside a sandbox). Only what the toolchain,
+// CUDA, NCCL, NVIDIA's tools and the ranks themselves read, and never a name
+// that looks like a credential (red team: environ_secret_names read
+// *_PASSWD, *_AUTH, *_CREDENTIALS, *_DSN and NV_*_API_KEY past a denylist).
+bool RankMayInherit(const std::string& name) {
+  std::string upper = name;
+  std::transform(upper.begin(), upper.end(), upper.begin(), ::toupper);
+  auto starts = [&](const char* p) { return upper.rfind(p, 0) == 0; };
+  // Nsight tools follow the process tree through these (a session token,
+  // not an operator secret; seen on the H200 host).
+  if (starts("NV_TPS_")) return true;
+  for (const char* word : {"KEY", "TOKEN", "SECRET", "PASSW", "PASSPHRASE", "AUTH", "CRED", "DSN",
+                           "COOKIE", "SESSION", "PRIVATE", "CERT"})
+    if (upper.find(word) != std::string::npos) return false;
+  for (const char* exact : {"PATH", "LD_LIBRARY_PATH", "LD_PRELOAD", "HOME", "USER", "LOGNAME",
+                            "LANG", "LANGUAGE", "TZ", "TMPDIR", "TERM",
+                            // the red-team battery's log directory (tests only)
+                            "PKF_REDTEAM_DIR"})
+    if (name == exact) return true;
+  for (const char* prefix :
+       {"LC_", "CUDA_", "NCCL_", "NV_", "NVTX_", "NSYS_", "CUBLAS", "OMP_", "PKFORGE_"})
+    if (starts(prefix)) return true;
+  return false;
+}
+
+std::string SideName(bool ref) { return ref ? "reference" : "candidate"; }
+
+// Reference rank r and candidate rank r share one CPU (PKFORGE_PIN_RANKS=0
+// turns it off, for measurements). Candidate processes are stopped for most
+// of an evaluation while reference ranks keep working; unpinned, a candidate
+// wakes for its batch on a CPU that has idled (deep C-state, cold caches) and
+// the judge's clock charges it the wake-up. Sharing the CPU its reference
+// just worked on, both sides start alike. The pair's CPU is taken from this
+// process's allowed set, leaving the first to the judge when there is more
+// than one.
+bool PinRanks() {
+  static const bool on = [] {
+    const char* v = std::getenv("PKFORGE_PIN_RANKS");
+    return v == nullptr || std::string_view(v) != "0";
+  }();
+  return on;
+}
+std::vector<int> RankCpus(int world) {
+  cpu_set_t set;
+  std::vector<int> allowed;
+  if (sched_getaffinity(0, sizeof set, &set) == 0)
+    for (int c = 0; c < CPU_SETSIZE; ++c)
+      if (CPU_ISSET(c, &set)) allowed.push_back(c);
+  std::vector<int> cpus;
+  if (allowed.empty()) return cpus;
+  const size_t skip = allowed.size() > 1 ? 1 : 0;
+  for (int r = 0; r < world; ++r)
+    cpus.push_back(allowed[skip + static_cast<size_t>(r) % (allowed.size() - skip)]);
+  return cpus;
+}
+
+// The last `max` bytes of a rank's captured stdout/stderr.
+std::string Tail(int fd, size_t max) {
+  off_t end = lseek(fd, 0, SEEK_END);
+  if (end <= 0) return {};
+  off_t start = end > static_cast<off_t>(max) ? end - static_cast<off_t>(max) : 0;
+  std::string s(static_cast<size_t>(end - start), '\0');
+  ssize_t n = pread(fd, s.data(), s.size(), start);
+  s.resize(n > 0 ? static_cast<size_t>(n) : 0);
+  return s;
+}
+
+std::string SignalName(int sig) {
+  const char* s = strsignal(sig);
+  return s != nullptr ? s : fmt::format("signal {}", sig);
+}
+
+// PKFORGE_TIMING_DIAG=1: where a timed batch's wall time goes (stderr).
+void Diag(const char* side, int64_t t_send, int64_t t_recv, int64_t stopped,
+          const std::vector<Reply>& r) {
+  static const bool on = std::getenv("PKFORGE_TIMING_DIAG") != nullptr;
+  if (!on || r.empty()) return;
+  const Reply& x = r[0];
+  fmt::print(stderr,
+             "timing-diag {} wake {:.1f} span {:.1f} tail {:.1f} freeze {:.1f} events {:.1f}\n",
+             side, (x.t0_ns - t_send) / 1e3,
+             x.value > 0 ? (static_cast<int64_t>(x.value) - x.t0_ns) / 1e3 : 0.0,
+             x.value > 0 ? (t_recv - static_cast<int64_t>(x.value)) / 1e3 : 0.0,
+             (stopped - t_recv) / 1e3, (x.t1_ns - x.t0_ns) / 1e3);
+}
+
+// What the rank processes inherit of this process's environment (see
+// RankMayInherit), "NAME=value" each.
+std::vector<std::string> RankEnvironment(bool cuda) {
+  std::vector<std::string> env;
+  for (char** e = environ; *e != nullptr; ++e) {
+    std::string kv = *e;
+    const std::string name = kv.substr(0, kv.find('='));
+    if (!RankMayInherit(name)) continue;
+    if (cuda && (name == "NCCL_NVLS_ENABLE" || name == "NCCL_RUNTIME_CONNECT")) continue;
+    env.push_back(kv);
+  }
+  // NVLink SHARP (multicast) stays off on every rank: see the device notes.
+  // NCCL connects at init, so its threads exist before the thread baseline.
+  if (cuda) {
+    env.push_back("NCCL_NVLS_ENABLE=0");
+    env.push_back("NCCL_RUNTIME_CONNECT=0");
+  }
+  return env;
+}
+
+}  // namespace
+
+// The shared segments' descriptors, open in the judge until every rank has
+// been started: [side][control, scratch], and data [side][rank].
+struct RankPool::Segments {
+  int fds[2][2];
+  std::vector<int> data_fds[2];
+};
+
+bool RankPool::Spawn(const std::string& rank_exe, const Dims& dims, const DataLayout& layout,
+                     uint64_t scratch_bytes) {
+  const int self = getpid();
+  std::vector<std::string> env = RankEnvironment(Cuda());
+  std::vector<char*> envp;
+  for (auto& s : env) envp.push_back(s.data());
+  envp.push_back(nullptr);
+
+  Segments seg;
+  if (!CreateSegments(layout, scratch_bytes, &seg)) return false;
+  const std::vector<int> cpus = PinRanks() ? RankCpus(o_.world_size) : std::vector<int>{};
+  procs_.resize(2 * o_.world_size);
+  for (int i = 0; i < 2 * o_.world_size; ++i)
+    if (!StartRank(i, self, rank_exe, dims, layout, scratch_bytes, seg, cpus, envp)) return false;
+  for (auto& f : seg.fds)
+    for (int fd : f) close(fd);
+  for (auto& f : seg.data_fds)
+    for (int fd : f) close(fd);
+  return true;
+}
+
+bool RankPool::CreateSegments(const DataLayout& layout, uint64_t scratch_bytes, Segments* seg) {
+  // Segments: [side][control, scratch], and data [side][rank].
+  // Host: every rank has a data segment of its own (same layout, only its
+  // own tensors ever touched, so the pages of the others are never
+  // allocated): a candidate rank maps its own inputs and outputs and nothing
+  // of its peers', which it reaches only through the symmetric scratch, as
+  // on a GPU (red team: control_direct_peer_read read every peer's inputs of
+  // a whole batch from a shared segment and needed no synchronization).
+  // cuda: inputs and outputs live in device memory; the data segment is only
+  // the mailbox of IPC handles (shm.h), one per side.
+  const uint64_t pad_bytes = kFlagCount * sizeof(uint32_t);
+  auto& fds = seg->fds;
+  auto& data_fds = seg->data_fds;
+  for (int s = 0; s < 2; ++s) {
+    auto ctl = CreateSegment(fmt::format("pkf-{}-control", kSideNames[s]), sizeof(SideControl));
+    auto scr = CreateSegment(fmt::format("pkf-{}-scratch", kSideNames[s]),
+                             (scratch_bytes + pad_bytes) * o_.world_size);
+    if (!ctl.ok() || !scr.ok()) {
+      out_->End(Result::SETUP_ERROR, "creating shared memory failed");
+      return false;
+    }
+    fds[s][0] = *ctl;
+    fds[s][1] = *scr;
+    for (int r = 0; r < (Cuda() ? 1 : o_.world_size); ++r) {
+      auto dat =
+          Cuda()
+              ? CreateSegment(fmt::format("pkf-{}-data", kSideNames[s]), kCudaMailboxBytes)
+              : CreateSegment(fmt::format("pkf-{}-data-{}", kSideNames[s], r), layout.total_bytes);
+      if (!dat.ok()) {
+        out_->End(Result::SETUP_ERROR, "creating shared memory failed");
+        return false;
+      }
+      data_fds[s].push_back(*dat);
+    }
+    auto map = MapSegment(*ctl, sizeof(SideControl));
+    if (!map.ok()) {
+      out_->End(Result::SETUP_ERROR, "mapping control block failed");
+      return false;
+    }
+    controls_[s] = static_cast<SideControl*>(*map);
+    controls_[s]->world = static_cast<uint32_t>(o_.world_size);
+  }
+  return true;
+}
+
+bool RankPool::StartRank(int i, int self, const std::string& rank_exe, const Dims& dims,
+                         const DataLayout& layout, uint64_t scratch_bytes, const Segments& seg,
+                         const std::vector<int>& cpus, const std::vector<char*>& envp) {
+  const auto& fds = seg.fds;
+  const auto& data_fds = seg.data_fds;
+  RankProc& p = procs_[i];
+  p.ref = i < o_.world_size;
+  p.rank = i % o_.world_size;
+  const int side = p.ref ? 0 : 1;
+  int cmd[2], rep[2];
+  if (pipe2(cmd, O_CLOEXEC) != 0 || pipe2(rep, O_CLOEXEC) != 0) {
+    out_->End(Result::SETUP_ERROR, "pipe failed");
+    return false;
+  }
+  auto high = [](int fd) {
+    int h = fcntl(fd, F_DUPFD_CLOEXEC, 100);
+    close(fd);
+    return h;
+  };
+  for (int* f : {&cmd[0], &cmd[1], &rep[0], &rep[1]}) *f = high(*f);
+  auto err = CreateSegment(fmt::format("pkf-{}-stderr-{}", kSideNames[side], p.rank), 0);
+  if (!err.ok()) {
+    out_->End(Result::SETUP_ERROR, "memfd failed");
+    return false;
+  }
+  p.err_fd = *err;
+  std::vector<std::string> args = {"pkforge-worker",  "rank",
+                                   "--role",          p.ref ? "ref" : "cand",
+                                   "--rank",          std::to_string(p.rank),
+                                   "--world-size",    std::to_string(o_.world_size),
+                                   "--problem",       o_.problem,
+                                   "--dtype",         o_.dtype,
+                                   "--dims",          DimsToString(dims),
+                                   "--slots",         std::to_string(layout.slots),
+                                   "--scratch-bytes", std::to_string(scratch_bytes),
+                                   "--flag-count",    std::to_string(kFlagCount)};
+  if (!p.ref) {
+    args.push_back("--candidate");
+    args.push_back(o_.candidate);
+  }
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  const int pgid = pgid_;
+  const int own_data = data_fds[side][Cuda() ? 0 : static_cast<size_t>(p.rank)];
+  const int peer_data = data_fds[1][Cuda() ? 0 : static_cast<size_t>(p.rank)];
+  cpu_set_t pin;
+  CPU_ZERO(&pin);
+  const bool pinned = !cpus.empty();
+  if (pinned) CPU_SET(cpus[static_cast<size_t>(p.rank)], &pin);
+  const int pid = fork();
+  if (pid < 0) {
+    out_->End(Result::SETUP_ERROR, "fork failed");
+    return false;
+  }
+  if (pid == 0) {
+    // Child: async-signal-safe calls only until execve.
+    setpgid(0, pgid);
+    if (pinned) sched_setaffinity(0, sizeof pin, &pin);
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != self) _exit(120);
+    signal(SIGPIPE, SIG_DFL);
+    dup2(cmd[0], kFdCmd);
+    dup2(rep[1], kFdReply);
+    dup2(fds[side][0], kFdControl);
+    dup2(fds[side][1], kFdScratch);
+    dup2(own_data, kFdData);
+    // Only reference ranks get the candidate side's data (to fill inputs and
+    // read outputs); nothing of the reference side reaches a candidate rank.
+    if (side == 0) dup2(peer_data, kFdPeerData);
+    dup2(p.err_fd, 1);
+    dup2(p.err_fd, 2);
+    execve(rank_exe.c_str(), argv.data(), envp.data());
+    _exit(127);
+  }
+  if (pgid_ == 0) pgid_ = pid;
+  setpgid(pid, pgid_);  // also from the parent: no window where a kill would miss it
+  p.pid = pid;
+  close(cmd[0]);
+  close(rep[1]);
+  p.cmd_fd = cmd[1];
+  p.reply_fd = rep[0];
+  (p.ref ? refs_ : cands_).push_back(&p);
+  return true;
+}
+
+bool RankPool::Send(const std::vector<RankProc*>& procs, const Cmd& cmd) {
+  for (RankProc* p : procs) {
+    ssize_t w = write(p->cmd_fd, &cmd, sizeof cmd);
+    // A dead rank shows up as EPIPE here and as EOF in Collect, which attributes it.
+    (void)w;
+  }
+  return true;
+}
+
+void RankPool::Crash(RankProc* p, v1::Phase phase) {
+  // The reply pipe closed: wait (bounded) for the exit status.
+  for (int i = 0; i < 200 && !p->reaped; ++i) {
+    if (waitpid(p->pid, &p->wstatus, WNOHANG) == p->pid)
+      p->reaped = true;
+    else
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  v1::RankFailure* f = out_->result().add_failures();
+  f->set_rank(p->rank);
+  f->set_phase(phase);
+  std::string what;
+  if (p->reaped && WIFSIGNALED(p->wstatus)) {
+    f->set_signal(WTERMSIG(p->wstatus));
+    what = fmt::format("killed by signal {} ({})", WTERMSIG(p->wstatus),
+                       SignalName(WTERMSIG(p->wstatus)));
+  } else if (p->reaped && WIFEXITED(p->wstatus)) {
+    f->set_exit_code(WEXITSTATUS(p->wstatus));
+    what = fmt::format("exited with code {}", WEXITSTATUS(p->wstatus));
+  } else {
+    what = "closed its reply channel";
+  }
+  const std::string who = fmt::format("{} rank {}", p->ref ? "reference" : "candidate", p->rank);
+  f->set_error(fmt::format("{} {} during {}", who, what, v1::Phase_Name(phase)));
+  f->set_stderr_tail(Tail(p->err_fd, 2000));
+  // No candidate process can reach a reference rank (containment.h), so a
+  // reference that dies is the harness's failure, never the candidate's.
+  if (p->ref) {
+    out_->HarnessFault(fmt::format("{} {} during {}", who, what, v1::Phase_Name(phase)));
+    return;
+  }
+  out_->End(phase == v1::PHASE_SETUP ? Result::SETUP_ERROR : Result::RUNTIME_ERROR,
+            fmt::format("{} {} during {}", who, what, v1::Phase_Name(phase)));
+}
+
+void RankPool::Timeout(const std::vector<RankProc*>& stuck, v1::Phase phase) {
+  v1::TimeoutInfo* t = out_->result().mutable_timeout();
+  t->set_phase(phase);
+  t->set_limit_s(o_.timeout_s);
+  bool deadlock = false;
+  std::string names;
+  for (RankProc* p : stuck) {
+    SideControl* c = controls_[p->ref ? 0 : 1];
+    const bool in_barrier = c->in_barrier[p->rank].load() != 0;
+    // Some ranks wait in the barrier for ranks that never arrive.
+    for (RankProc* q : (p->ref ? refs_ : cands_))
+      if (in_barrier && c->in_barrier[q->rank].load() == 0) deadlock = true;
+    t->add_stuck_ranks(p->rank);
+    v1::RankFailure* f = out_->result().add_failures();
+    f->set_rank(p->rank);
+    f->set_phase(phase);
+    f->set_error(fmt::format("{} rank {} gave no reply within {} s ({})",
+                             p->ref ? "reference" : "candidate", p->rank, o_.timeout_s,
+                             in_barrier                  ? "waiting in the barrier"
+                             : c->in_run[p->rank].load() ? "inside the candidate's code"
+                                                         : "in the harness"));
+    f->set_stderr_tail(Tail(p->err_fd, 2000));
+    names += fmt::format("{}{}", names.empty() ? "" : ",", p->rank);
+  }
+  t->set_deadlock(deadlock);
+  bool ref_stuck = false;
+  for (RankProc* p : stuck) ref_stuck = ref_stuck || p->ref;
+  if (ref_stuck) {
+    out_->HarnessFault(fmt::format("reference ranks {} gave no reply within {} s in {}", names,
+                                   o_.timeout_s, v1::Phase_Name(phase)));
+    return;
+  }
+  out_->End(
+      Result::TIMEOUT,
+      fmt::format("timeout in {} after {} s; stuck ranks {}{}", v1::Phase_Name(phase), o_.timeout_s,
+                  names, deadlock ? " (deadlock: ranks wait in the barrier for peers)" : ""));
+}
+
+bool RankPool::Collect(const std::vector<RankProc*>& procs, uint32_t op, v1::Phase phase,
+                       std::vector<Reply>* replies) {
+  replies->assign(procs.size(), Reply{});
+  std::vector<bool> done(procs.size(), false);
+  size_t remaining = procs.size();
+  // A round of reference ranks gets at least kRefRoundMinNs of its own: the
+  // phase deadline may have been used up by the candidate's rounds, and a
+  // reference round cut short by it would be blamed on the harness (red
+  // team: deadline_blame, teardown_deadline_blame returned just before the
+  // deadline). The candidate's next round then times out, as it should.
+  const bool reference_round = !procs.empty() && procs[0]->ref;
+  const int64_t deadline =
+      reference_round ? std::max(deadline_ns_, MonotonicNs() + kRefRoundMinNs) : deadline_ns_;
+  while (remaining > 0) {
+    std::vector<pollfd> pfds;
+    std::vector<size_t> idx;
+    for (size_t i = 0; i < procs.size(); ++i)
+      if (!done[i]) {
+        pfds.push_back({procs[i]->reply_fd, POLLIN, 0});
+        idx.push_back(i);
+      }
+    const int64_t left_ns = deadline - MonotonicNs();
+    const int64_t left_ms = (left_ns + 999'999) / 1'000'000;
+    if (left_ns <= 0) {
+      std::vector<RankProc*> stuck;
+      for (size_t i = 0; i < procs.size(); ++i)
+        if (!done[i]) stuck.push_back(procs[i]);
+      Timeout(stuck, phase);
+      return false;
+    }
+    int n = poll(pfds.data(), pfds.size(), static_cast<int>(std::min<int64_t>(left_ms, 1000)));
+    if (n < 0 && errno != EINTR) {
+      out_->End(Result::RUNTIME_ERROR, "poll failed");
+      return false;
+    }
+    for (size_t k = 0; k < pfds.size(); ++k) {
+      if (pfds[k].revents == 0) continue;
+      const size_t i = idx[k];
+      RankProc* p = procs[i];
+      Reply r;
+      ssize_t got = read(p->reply_fd, &r, sizeof r);
+      if (got == 0 || (got < 0 && errno != EINTR && errno != EAGAIN)) {
+        Crash(p, phase);
+        return false;
+      }
+      if (got < 0) continue;
+      if (got != static_cast<ssize_t>(sizeof r) || r.magic != kMagic || r.op != op) {
+        v1::RankFailure* f = out_->result().add_failures();
+        f->set_rank(p->rank);
+        f->set_phase(phase);
+        f->set_error("protocol violation: malformed reply (something wrote on the reply channel)");
+        if (p->ref) {
+          out_->HarnessFault(fmt::format("reference rank {}: malformed reply during {}", p->rank,
+                                         v1::Phase_Name(phase)));
+        } else {
+          // Only candidate code writes anything but replies on its channel.
+          const std::string d =
+              fmt::format("candidate rank {} wrote a malformed reply on its channel during {}",
+                          p->rank, v1::Phase_Name(phase));
+          out_->AddCheck("result_channel", false, false, d);
+          out_->End(Result::CHEAT_DETECTED, "result_channel: " + d);
+        }
+        return false;
+      }
+      r.message[sizeof r.message - 1] = '\0';
+      if (r.rc != 0 && (p->ref || op == kOpHello)) {
+        v1::RankFailure* f = out_->result().add_failures();
+        f->set_rank(p->rank);
+        f->set_phase(phase);
+        f->set_error(fmt::format("{} rank {}: {}", SideName(p->ref), p->rank,
+                                 r.message[0] ? r.message : fmt::format("error {}", r.rc)));
+        f->set_stderr_tail(Tail(p->err_fd, 2000));
+        out_->HarnessFault(fmt::format("{} rank {}: {} during {}", SideName(p->ref), p->rank,
+                                       r.message, v1::Phase_Name(phase)));
+        return false;
+      }
+      if (r.rc != 0) {
+        v1::RankFailure* f = out_->result().add_failures();
+        f->set_rank(p->rank);
+        f->set_phase(phase);
+        f->set_error(fmt::format("{} rank {}: {}", p->ref ? "reference" : "candidate", p->rank,
+                                 r.message[0] ? r.message : fmt::format("error {}", r.rc)));
+        f->set_stderr_tail(Tail(p->err_fd, 2000));
+        out_->End(phase == v1::PHASE_SETUP ? Result::SETUP_ERROR : Result::RUNTIME_ERROR,
+                  fmt::format("rank {}: {} during {}", p->rank, r.message, v1::Phase_Name(phase)));
+        return false;
+      }
+      (*replies)[i] = r;
+      done[i] = true;
+      --remaining;
+    }
+  }
+  return true;
+}
+
+bool RankPool::Round(const std::vector<RankProc*>& procs, uint32_t op, uint32_t slot, uint64_t seed,
+                     v1::Phase phase, std::vector<Reply>* replies, int64_t* wall_ns) {
+  Cmd c{kMagic, op, slot, 1, 0, 0, seed};
+  if (!procs.empty() && !procs[0]->ref) return CandRound(c, phase, replies, wall_ns);
+  return RoundCmd(procs, c, phase, replies, wall_ns);
+}
+
+bool RankPool::Freeze(v1::Phase phase) {
+  if (tree_.frozen()) return true;
+  absl::Status st = tree_.Freeze(MonotonicNs() + kFreezeLimitNs);
+  if (st.ok()) return true;
+  v1::TimeoutInfo* t = out_->result().mutable_timeout();
+  t->set_phase(phase);
+  t->set_limit_s(kFreezeLimitNs / 1e9);
+  out_->End(Result::TIMEOUT,
+            fmt::format("timeout in {}: {}", v1::Phase_Name(phase), std::string(st.message())));
+  return false;
+}
+
+bool RankPool::Thaw() {
+  if (!tree_.frozen()) return true;
+  const std::string broke = tree_.Thaw();
+  if (!broke.empty()) {
+    const std::string d = "candidate code ran while it was frozen: " + broke;
+    out_->AddCheck("frozen_while_idle", false, false, d);
+    out_->End(Result::CHEAT_DETECTED, "frozen_while_idle: " + d);
+    return false;
+  }
+  ++frozen_windows_;
+  return true;
+}
+
+// The candidate's clock runs from the command until every candidate process
+// is verified stopped, not until its replies arrive: a candidate that replies
+// early and keeps working is still being timed (and is frozen mid-work, which
+// the snapshot shows).
+bool RankPool::CandRound(const Cmd& cmd, v1::Phase phase, std::vector<Reply>* replies,
+                         int64_t* wall_ns, bool refreeze) {
+  if (!Thaw()) return false;
+  int64_t t_send = 0;
+  const bool ok = RoundCmd(cands_, cmd, phase, replies, wall_ns, &t_send);
+  if (!ok || !refreeze) return ok;
+  const int64_t t_recv = MonotonicNs();
+  if (!Freeze(phase)) return false;
+  if (wall_ns != nullptr) *wall_ns = tree_.stopped_at_ns() - t_send;
+  if (cmd.op == kOpBatch) Diag("cand", t_send, t_recv, tree_.stopped_at_ns(), *replies);
+  return true;
+}
+
+bool RankPool::RefTimedRound(const Cmd& cmd, v1::Phase phase, std::vector<Reply>* replies,
+                             int64_t* wall_ns) {
+  // The same sequence as the candidate's: stopped, continued just before the
+  // command, stopped again to end the clock (the wake-up from a stop costs
+  // both sides alike).
+  absl::Status st = ref_tree_.Freeze(MonotonicNs() + kFreezeLimitNs);
+  if (!st.ok()) {
+    out_->HarnessFault(fmt::format("stopping the reference ranks: {}", std::string(st.message())));
+    return false;
+  }
+  ref_tree_.Thaw();
+  int64_t t_send = 0;
+  if (!RoundCmd(refs_, cmd, phase, replies, wall_ns, &t_send)) return false;
+  const int64_t t_recv = MonotonicNs();
+  st = ref_tree_.Freeze(MonotonicNs() + kFreezeLimitNs);
+  if (cmd.op == kOpBatch) Diag("ref", t_send, t_recv, ref_tree_.stopped_at_ns(), *replies);
+  if (!st.ok()) {
+    out_->HarnessFault(fmt::format("stopping the reference ranks: {}", std::string(st.message())));
+    return false;
+  }
+  *wall_ns = ref_tree_.stopped_at_ns() - t_send;
+  ref_tree_.Thaw();
+  return true;
+}
+
+bool RankPool::RoundCmd(const std::vector<RankProc*>& procs, const Cmd& c, v1::Phase phase,
+                        std::vector<Reply>* replies, int64_t* wall_ns, int64_t* t_send_ns) {
+  const uint32_t op = c.op;
+  const int64_t t_send = MonotonicNs();
+  if (t_send_ns != nullptr) *t_send_ns = t_send;
+  Send(procs, c);
+  if (!Collect(procs, op, phase, replies)) return false;
+  const int64_t t_recv = MonotonicNs();
+  if (wall_ns != nullptr) *wall_ns = t_recv - t_send;
+  if (op == kOpRun || op == kOpBatch) {
+    // The rank's interval must lie inside the judge's: same system-wide clock.
+    for (size_t i = 0; i < procs.size(); ++i) {
+      const Reply& r = (*replies)[i];
+      if (r.t0_ns < t_send || r.t1_ns > t_recv || r.t1_ns < r.t0_ns) {
+        ++window_violations_;
+        window_detail_ =
+            fmt::format("rank {} reported [{}, {}] ns outside the judge's window [{}, {}]",
+                        procs[i]->rank, r.t0_ns, r.t1_ns, t_send, t_recv);
+      }
+    }
+  }
+  return true;
+}
+
+void RankPool::KillAndReapAll() {
+  // Every candidate process at any depth: stopped, then killed, until the
+  // tree is empty (containment.h); then the ranks themselves.
+  tree_.KillAll(MonotonicNs() + 10'000'000'000);
+  if (pgid_ > 0) kill(-pgid_, SIGKILL);
+  for (RankProc& p : procs_) {
+    if (p.pid > 0 && !p.reaped) {
+      kill(p.pid, SIGKILL);  // in case it left the process group
+      waitpid(p.pid, &p.wstatus, 0);
+      p.reaped = true;
+    }
+    for (int* fd : {&p.cmd_fd, &p.reply_fd, &p.err_fd})
+      if (*fd >= 0) {
+        close(*fd);
+        *fd = -1;
+      }
+  }
+  // Anything else re-parented to us (we are a child subreaper): kill and
+  // reap until none is left, however deep the chain was.
+  const int64_t deadline = MonotonicNs() + 10'000'000'000;
+  while (MonotonicNs() < deadline) {
+    bool any = false;
+    std::ifstream children(fmt::format("/proc/self/task/{}/children", getpid()));
+    int pid;
+    while (children >> pid) {
+      kill(pid, SIGKILL);
+      any = true;
+    }
+    while (waitpid(-1, nullptr, WNOHANG) > 0) any = true;
+    if (!any) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+}
+
+void RankPool::TrackProcesses() {
+  std::vector<int> cand_pids, ref_pids;
+  for (RankProc* p : cands_) cand_pids.push_back(p->pid);
+  for (RankProc* p : refs_) ref_pids.push_back(p->pid);
+  tree_ = CandidateProcesses(cand_pids, ref_pids);
+  ref_tree_ = CandidateProcesses(ref_pids, cand_pids, /*adopt_orphans=*/false);
+}
+
+void RankPool::AwaitCandidateExit() {
+  for (RankProc* p : cands_)
+    for (int i = 0; i < 2000 && !p->reaped; ++i) {
+      if (waitpid(p->pid, &p->wstatus, WNOHANG) == p->pid)
+        p->reaped = true;
+      else
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+}
+
+}  // namespace pkforge::kernels

@@ -1,0 +1,147 @@
+// The rank processes of one evaluation, and the judge's side of the protocol
+// with them (kernels/harness/protocol.h).
+//
+// Spawn() creates the shared segments of both sides and starts 2 x world_size
+// rank processes: a trusted reference rank and a candidate rank per rank
+// index, each a fresh exec of the rank binary in one process group, with an
+// allowlisted environment, pinned in pairs to one CPU (PKFORGE_PIN_RANKS=0:
+// not pinned), their stdout/stderr in a memfd. Only reference ranks get the
+// candidate side's data segment; nothing of the reference side reaches a
+// candidate rank.
+//
+// A round sends one command to a set of ranks and collects every reply, each
+// wait bounded by the phase deadline (StartPhase); a round of reference
+// ranks always gets at least 5 s of its own. Every failure is attributed: a
+// rank that dies (its exit status or signal), one that gives no reply (with
+// where it was stuck: barrier, candidate code, harness), a malformed or
+// error reply. Whatever goes wrong on a reference rank is the harness's
+// fault (HARNESS_ERROR), never the candidate's; a candidate rank writing
+// anything but replies on its channel is CHEAT_DETECTED (result_channel).
+//
+// Candidate processes are frozen (SIGSTOP, containment.h) whenever the judge
+// does not need them: CandRound() thaws them for one round, checks that none
+// ran while frozen (frozen_while_idle) and stops them again; its clock ends
+// when every candidate process is verified stopped, not at the last reply.
+// RefTimedRound() stops and continues the reference ranks in the same
+// sequence, so that both sides' timed rounds end alike. Timed rounds
+// (kOpRun, kOpBatch) also check that each rank's reported interval lies in
+// the judge's own window (window_violations(), for wallclock_crosscheck).
+//
+// Every bool-returning call returns false when the evaluation has ended; the
+// Outcome then holds the status and its details. KillAndReapAll() (also run
+// by the destructor) kills every candidate process at any depth, the ranks,
+// and anything else re-parented to the judge (a child subreaper), and reaps
+// them all.
+//
+// Thread safety: none; used by the judge's single thread. Not copyable.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "kernels/harness/containment.h"
+#include "kernels/harness/judge.h"
+#include "kernels/harness/outcome.h"
+#include "kernels/harness/problem.h"
+#include "kernels/harness/protocol.h"
+#include "kernels/harness/shm.h"
+#include "pkforge/v1/common.pb.h"
+
+namespace pkforge::kernels {
+
+// One rank process and the judge's ends of its pipes.
+struct RankProc {
+  bool ref = false;
+  int rank = 0;
+  int pid = -1;
+  int cmd_fd = -1;
+  int reply_fd = -1;
+  int err_fd = -1;  // memfd with its stdout and stderr
+  bool reaped = false;
+  int wstatus = 0;
+  int baseline_threads = 0;  // candidate ranks: threads right after pkf_setup
+};
+
+class RankPool {
+ public:
+  // options and *outcome must outlive the pool.
+  RankPool(const LaunchOptions& options, Outcome* outcome) : o_(options), out_(outcome) {}
+  ~RankPool() { KillAndReapAll(); }
+  RankPool(const RankPool&) = delete;
+  RankPool& operator=(const RankPool&) = delete;
+
+  // Creates the segments and starts every rank process (rank_exe: the worker
+  // or pkforge-cuda-rank). Nothing is sent to them yet.
+  bool Spawn(const std::string& rank_exe, const Dims& dims, const DataLayout& layout,
+             uint64_t scratch_bytes);
+  // After Spawn: from now on the candidate processes (ranks and everything
+  // they start) are tracked, frozen and thawed as a whole.
+  void TrackProcesses();
+
+  // The phase deadline: now + the phase timeout, or an explicit one.
+  void StartPhase() { deadline_ns_ = MonotonicNs() + int64_t(o_.timeout_s * 1e9); }
+  void SetDeadline(int64_t deadline_ns) { deadline_ns_ = deadline_ns; }
+
+  bool Send(const std::vector<RankProc*>& procs, const Cmd& cmd);
+  // Waits for one reply of `op` from each process.
+  bool Collect(const std::vector<RankProc*>& procs, uint32_t op, v1::Phase phase,
+               std::vector<Reply>* replies);
+  // A one-call command to refs() (a plain round) or cands() (CandRound).
+  bool Round(const std::vector<RankProc*>& procs, uint32_t op, uint32_t slot, uint64_t seed,
+             v1::Phase phase, std::vector<Reply>* replies, int64_t* wall_ns = nullptr);
+  // Send + Collect; wall_ns: from the send to the last reply.
+  bool RoundCmd(const std::vector<RankProc*>& procs, const Cmd& cmd, v1::Phase phase,
+                std::vector<Reply>* replies, int64_t* wall_ns = nullptr,
+                int64_t* t_send_ns = nullptr);
+  // A timed reference round: its clock stops when every reference process
+  // is verified stopped, exactly as a candidate round's does (CandRound).
+  bool RefTimedRound(const Cmd& cmd, v1::Phase phase, std::vector<Reply>* replies,
+                     int64_t* wall_ns);
+  // A round on the candidate ranks: they are thawed for it and frozen again
+  // as soon as every reply is in (`refreeze` false only for kOpExit).
+  bool CandRound(const Cmd& cmd, v1::Phase phase, std::vector<Reply>* replies,
+                 int64_t* wall_ns = nullptr, bool refreeze = true);
+  bool Freeze(v1::Phase phase);
+  bool Thaw();
+
+  // Teardown: waits (bounded) until every candidate rank has exited and
+  // reaps it.
+  void AwaitCandidateExit();
+  void KillAndReapAll();
+
+  const std::vector<RankProc*>& refs() const { return refs_; }
+  const std::vector<RankProc*>& cands() const { return cands_; }
+  // Every candidate process (ranks and what they started).
+  const CandidateProcesses& candidate_tree() const { return tree_; }
+  int frozen_windows() const { return frozen_windows_; }
+  int window_violations() const { return window_violations_; }
+  const std::string& window_detail() const { return window_detail_; }
+
+ private:
+  struct Segments;
+  bool Cuda() const { return o_.backend == "cuda"; }
+  // Spawn's steps: the shared segments of both sides, then one rank process
+  // (procs_[i]: reference ranks first).
+  bool CreateSegments(const DataLayout& layout, uint64_t scratch_bytes, Segments* seg);
+  bool StartRank(int i, int self, const std::string& rank_exe, const Dims& dims,
+                 const DataLayout& layout, uint64_t scratch_bytes, const Segments& seg,
+                 const std::vector<int>& cpus, const std::vector<char*>& envp);
+  void Crash(RankProc* p, v1::Phase phase);
+  void Timeout(const std::vector<RankProc*>& stuck, v1::Phase phase);
+
+  const LaunchOptions& o_;
+  Outcome* out_;
+  int64_t deadline_ns_ = 0;
+  std::vector<RankProc> procs_;
+  std::vector<RankProc*> refs_, cands_;
+  int pgid_ = 0;
+  SideControl* controls_[2] = {nullptr, nullptr};  // [0] ref, [1] cand
+  CandidateProcesses tree_;
+  CandidateProcesses ref_tree_;  // the reference ranks, stopped the same way to end their clock
+  int frozen_windows_ = 0;
+  int window_violations_ = 0;
+  std::string window_detail_;
+};
+
+}  // namespace pkforge::kernels
