@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <cstdio>
 #include <fstream>
+#include <mutex>
 #include <iostream>
 #include <string>
 #include <thread>
@@ -146,12 +147,19 @@ std::vector<Launched> LaunchAll(const std::vector<Job>& jobs) {
   const int parallel = std::max(1, env != nullptr ? std::atoi(env) : 4);
   std::vector<Launched> out(jobs.size());
   std::atomic<size_t> next{0};
+  std::mutex print_mu;
   std::vector<std::thread> pool;
   for (int t = 0; t < parallel; ++t)
     pool.emplace_back([&] {
       for (size_t i = next++; i < jobs.size(); i = next++) {
         const Job& j = jobs[i];
         out[i] = Launch(j.problem, j.candidate, j.world, j.extra, j.dtype);
+        // One line per launch as it ends (a slow or stuck one shows which).
+        const std::string line =
+            fmt::format("[{}/{}] {}: {} in {:.1f} s\n", i + 1, jobs.size(), j.Label(),
+                        Result::Status_Name(out[i].result.status()), out[i].seconds);
+        std::lock_guard<std::mutex> lock(print_mu);
+        std::cout << line << std::flush;
       }
     });
   for (auto& t : pool) t.join();
@@ -188,6 +196,10 @@ TEST(GpuEval, EveryNaiveCudaCandidateIsOk) {
     for (int w : Worlds(*p)) {
       const std::string dt = dtypes[k++ % 3];
       Launched l = Launch(std::string(p->name), "naive_cuda_" + std::string(p->name), w, "", dt);
+      std::cout << fmt::format("{} w={} {}: {} speedup {:.3f} in {:.1f} s\n", p->name, w, dt,
+                               Result::Status_Name(l.result.status()), l.result.speedup(),
+                               l.seconds)
+                << std::flush;
       EXPECT_EQ(l.result.status(), Result::OK) << p->name << " w=" << w << " " << dt << "\n"
                                                << Describe(l);
       if (l.result.status() != Result::OK) continue;
