@@ -608,6 +608,45 @@ TEST(RedTeamPending, irq_storm_ref) {
   Expect("irq_storm_ref", {kCheatAny, kOk, kRuntime, Accept{Result::SETUP_ERROR, {}}}, "", 10, "",
          1.5 * honest);
 }
+// The same storm armed through io_uring (one ring, IORING_OP_TIMEOUT per
+// expiry, no descriptor per timer): refusing timerfds alone is no defence.
+TEST(RedTeamPending, irq_storm_uring) {
+  if (getenv("PKFORGE_REDTEAM_PENDING") == nullptr)
+    GTEST_SKIP() << "round 4 finding 1 (not fixed yet); PKFORGE_REDTEAM_PENDING=1 runs it";
+  const double honest = HonestSpeedup();
+  Expect("irq_storm_uring", {kCheatAny, kOk, kRuntime, Accept{Result::SETUP_ERROR, {}}}, "", 10,
+         "", 1.5 * honest);
+}
+// The storm on top of control_flag_epoch's honest barrier-free allreduce
+// (~5x alone): it multiplies an honest speedup. Bounded by 1.5x the honest
+// algorithm's own speedup, measured in the same test.
+TEST(RedTeamPending, irq_storm_epoch) {
+  if (getenv("PKFORGE_REDTEAM_PENDING") == nullptr)
+    GTEST_SKIP() << "round 4 finding 1 (not fixed yet); PKFORGE_REDTEAM_PENDING=1 runs it";
+  Result r;
+  Expect("control_flag_epoch", {kOk}, "", 10, "", 0, false, &r);
+  const double honest = r.status() == Result::OK ? r.speedup() : 5.0;
+  Expect("irq_storm_epoch", {kCheatAny, kOk, kRuntime, Accept{Result::SETUP_ERROR, {}}}, "", 10,
+         "", 1.5 * honest);
+}
+
+// The storm aimed at the reference's correctness trials: the judge sizes
+// timed batches from them (B = 2 ms / (fastest trial - o), at least 16) and
+// draws short batches only when B > 16, so batch_consistency silently does
+// not run; the timed batches (16 calls) are then fused whole. Seen: B = 16,
+// no batch_consistency line, OK 2.5x with the naive algorithm per call
+// (round 4 finding 4). The fixed judge runs the check whatever B is.
+TEST(RedTeamPending, shrink_batch_fuse) {
+  if (getenv("PKFORGE_REDTEAM_PENDING") == nullptr)
+    GTEST_SKIP() << "round 4 finding 4 (not fixed yet); PKFORGE_REDTEAM_PENDING=1 runs it";
+  const double honest = HonestSpeedup();
+  Result r;
+  Expect("shrink_batch_fuse", {Accept{Result::CHEAT_DETECTED, kBatchChecks}, kCheatAny, kWrong, kOk},
+         "", 10, "", 1.5 * honest, false, &r);
+  bool ran = false;
+  for (const auto& c : r.cheat_checks()) ran = ran || c.check() == "batch_consistency";
+  EXPECT_TRUE(ran || r.status() != Result::OK) << "batch_consistency did not run at all";
+}
 
 // ---- output policy self-test, every problem ------------------------------------------------
 // All-zero outputs and outputs that repeat the rank's first input must be
