@@ -35,8 +35,7 @@ bool AntiCheat::ThreadCheck(const std::string& when) {
           "{}: candidate rank {} has {} threads after the call, {} after setup (work may "
           "outlive the call; create long-lived threads in pkf_setup)",
           when, p->rank, threads, p->baseline_threads);
-      out_->AddCheck("outlived_call", false, false, d);
-      out_->End(Result::CHEAT_DETECTED, "outlived_call: " + d);
+      out_->Cheat("outlived_call", d);
       return false;
     }
   }
@@ -49,8 +48,7 @@ bool AntiCheat::ProcessCheck(const std::string& when) {
   std::string detail;
   if (pool_->candidate_tree().Extra(&detail).empty()) return true;
   const std::string d = fmt::format("{}: {}", when, detail);
-  out_->AddCheck("outlived_call", false, false, d);
-  out_->End(Result::CHEAT_DETECTED, "outlived_call: " + d);
+  out_->Cheat("outlived_call", d);
   return false;
 }
 
@@ -72,8 +70,7 @@ bool AntiCheat::IdleCheck(v1::Phase phase, const std::string& when) {
       "{}: the GPU was still busy after the candidate's call returned (an empty kernel of the "
       "judge's waited {:.1f} ms, limit {} ms): candidate work outlived the call",
       when, worst / 1e6, kLingerLimitNs / 1'000'000);
-  out_->AddCheck("outlived_call", false, false, d);
-  out_->End(Result::CHEAT_DETECTED, "outlived_call: " + d);
+  out_->Cheat("outlived_call", d);
   return false;
 }
 
@@ -91,8 +88,7 @@ bool AntiCheat::OutlivedCheck(int slot, v1::Phase phase, const std::string& when
           "{}: a device-wide synchronize right after pkf_run returned took {:.1f} ms (limit {} "
           "ms): work queued outside the call's stream outlived the call",
           when, sync_ns / 1e6, kLingerLimitNs / 1'000'000);
-      out_->AddCheck("outlived_call", false, false, d);
-      out_->End(Result::CHEAT_DETECTED, "outlived_call: " + d);
+      out_->Cheat("outlived_call", d);
       return false;
     }
     // Kernels still running keep writing while its processes are frozen:
@@ -107,8 +103,7 @@ bool AntiCheat::OutlivedCheck(int slot, v1::Phase phase, const std::string& when
         const std::string d = fmt::format(
             "{}: outputs of rank {} changed {} ms after pkf_run returned (work outlived the call)",
             when, pool_->refs()[i]->rank, o_.outlive_delay_ms);
-        out_->AddCheck("outlived_call", false, false, d);
-        out_->End(Result::CHEAT_DETECTED, "outlived_call: " + d);
+        out_->Cheat("outlived_call", d);
         return false;
       }
     }
@@ -171,8 +166,7 @@ void AntiCheat::LeftoverCheck() {
   std::string detail;
   if (!pool_->candidate_tree().Extra(&detail).empty()) {
     const std::string d = "after pkf_teardown: " + detail;
-    out_->AddCheck("leftover_process", false, false, d);
-    out_->End(Result::CHEAT_DETECTED, "leftover_process: " + d);
+    out_->Cheat("leftover_process", d);
   } else {
     out_->AddCheck("leftover_process", true, false,
                    "no process of the candidate outlived its ranks");
@@ -187,8 +181,7 @@ void AntiCheat::WallclockCrosscheck(const TimingSamples& s, const TimingSummary&
     const std::string d =
         fmt::format("{} reported intervals outside the judge's wall-clock window; {}",
                     pool_->window_violations(), pool_->window_detail());
-    out_->AddCheck("wallclock_crosscheck", false, false, d);
-    out_->End(Result::CHEAT_DETECTED, "wallclock_crosscheck: " + d);
+    out_->Cheat("wallclock_crosscheck", d);
   } else if (const double cand_min =
                  s.cand_unqueued_us.empty()
                      ? cand.min
@@ -204,8 +197,7 @@ void AntiCheat::WallclockCrosscheck(const TimingSamples& s, const TimingSummary&
         "its threads held a CPU or did not ask for one (the reference reports {:.1f} us of at "
         "least {:.1f} us)",
         cand_rep, cand_min, ref_rep, ref.min);
-    out_->AddCheck("wallclock_crosscheck", false, false, d);
-    out_->End(Result::CHEAT_DETECTED, "wallclock_crosscheck: " + d);
+    out_->Cheat("wallclock_crosscheck", d);
   } else {
     out_->AddCheck(
         "wallclock_crosscheck", true, false,
@@ -254,8 +246,7 @@ void AntiCheat::BatchConsistency(const TimingSamples& s) {
                 " (limit {:.1f}x): the work of a batch's calls was done together (one exchange for "
                 "several calls, or calls deferred)",
                 kBatchCheat);
-    out_->AddCheck("batch_consistency", false, false, why);
-    out_->End(Result::CHEAT_DETECTED, "batch_consistency: " + why);
+    out_->Cheat("batch_consistency", why);
   } else if (ratio > kBatchFlag) {
     out_->AddCheck(
         "batch_consistency", false, true,

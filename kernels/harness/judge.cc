@@ -255,8 +255,7 @@ bool Judge::CheckBatch(const Cmd& batch, int index, v1::Phase phase, bool timed)
       const std::string d =
           fmt::format("{}: {} bytes of rank {}'s inputs were modified by the call", what,
                       rep[i].input_diff, pool_.refs()[i]->rank);
-      out_.AddCheck("input_mutation", false, false, d);
-      out_.End(Result::CHEAT_DETECTED, "input_mutation: " + d);
+      out_.Cheat("input_mutation", d);
       return false;
     }
   }
@@ -310,8 +309,7 @@ bool Judge::CheckBatch(const Cmd& batch, int index, v1::Phase phase, bool timed)
           "outputs wrong in {} (fresh inputs, every call verified from a snapshot taken when the "
           "call was declared complete) although the correctness trials passed: {}",
           what, first);
-      out_.AddCheck("timed_output_reverify", false, false, d);
-      out_.End(Result::CHEAT_DETECTED, "timed_output_reverify: " + d);
+      out_.Cheat("timed_output_reverify", d);
     } else {
       out_.End(Result::WRONG_OUTPUT, fmt::format("{}: {}", what, first));
     }
@@ -546,8 +544,7 @@ bool Judge::PoisonAtStart(const Cmd& batch, int j, v1::Phase ph) {
     const std::string d = fmt::format(
         "timed batch {}: {} output elements were written before the candidate was called", j,
         written);
-    out_.AddCheck("poison_at_start", false, false, d);
-    out_.End(Result::CHEAT_DETECTED, "poison_at_start: " + d);
+    out_.Cheat("poison_at_start", d);
     return false;
   }
   ++poison_checks_;

@@ -35,6 +35,11 @@ void Outcome::AddCheck(const std::string& name, bool passed, bool flag_only,
   }
 }
 
+void Outcome::Cheat(const std::string& name, const std::string& detail) {
+  AddCheck(name, false, false, detail);
+  End(Result::CHEAT_DETECTED, name + ": " + detail);
+}
+
 void Outcome::PublishChecks() {
   for (auto& [name, c] : checks_) *result_.add_cheat_checks() = c;
   // Failing checks first (the proto asks for failing output checks first too).

@@ -443,8 +443,7 @@ bool RankPool::Collect(const std::vector<RankProc*>& procs, uint32_t op, v1::Pha
           const std::string d =
               fmt::format("candidate rank {} wrote a malformed reply on its channel during {}",
                           p->rank, v1::Phase_Name(phase));
-          out_->AddCheck("result_channel", false, false, d);
-          out_->End(Result::CHEAT_DETECTED, "result_channel: " + d);
+          out_->Cheat("result_channel", d);
         }
         return false;
       }
@@ -503,8 +502,7 @@ bool RankPool::Thaw() {
   const std::string broke = tree_.Thaw();
   if (!broke.empty()) {
     const std::string d = "candidate code ran while it was frozen: " + broke;
-    out_->AddCheck("frozen_while_idle", false, false, d);
-    out_->End(Result::CHEAT_DETECTED, "frozen_while_idle: " + d);
+    out_->Cheat("frozen_while_idle", d);
     return false;
   }
   ++frozen_windows_;
