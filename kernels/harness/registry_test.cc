@@ -37,6 +37,19 @@ TEST(Registry, EveryProblemResolvesTinyAtEveryWorldSize) {
   EXPECT_FALSE(FindProblem("nope").ok());
 }
 
+// The reference source served to agents is the code to beat: a problem whose
+// host reference is another problem's (allgather_gemm_at includes
+// allgather_gemm's) is served with that code in place of the include.
+TEST(Registry, EveryServedReferenceHasItsCode) {
+  for (const Problem* p : Problems()) {
+    const std::string_view src = ProblemReferenceSource(p->name);
+    EXPECT_NE(src.find("pkf_run("), std::string_view::npos) << p->name;
+    EXPECT_EQ(src.find("/reference_host.cc\""), std::string_view::npos) << p->name;
+  }
+  const std::string_view at = ProblemReferenceSource("allgather_gemm_at");
+  EXPECT_NE(at.find("s += pkf_load(peer[j][0]"), std::string_view::npos) << at;
+}
+
 // kernels/problems/problems.list, names in order, comments and blanks skipped.
 std::vector<std::string> ListedProblems() {
   std::ifstream in(std::string(PKF_SOURCE_DIR) + "/kernels/problems/problems.list");

@@ -1,5 +1,7 @@
 // allgather_gemm host reference: A = concat along K (columns) of every rank's
-// A_r [M, K/world]; y = A @ B with B [K, N] replicated; f32 accumulation.
+// A_j [M, K/world]; y = A @ B with B [K, N] (replicated here; rank r's own B in
+// allgather_gemm_at, whose reference is this file); f32 accumulation (ranks in
+// order, k in order), rounded once.
 #include <math.h>
 
 #include "pkforge/candidate.h"
