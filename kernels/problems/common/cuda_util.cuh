@@ -65,6 +65,20 @@ static inline int pkf_cu_blocks(int64_t n) {
     if ((x) != ncclSuccess) return 101; \
   } while (0)
 
+// Grows a device buffer to at least `bytes` (its contents are not kept): the
+// old one is freed first, so a failed allocation leaves it empty ({NULL, 0}).
+// Use as PKF_CU(pkf_cu_reserve(&st->buf, &st->cap, bytes)).
+template <typename T>
+static inline cudaError_t pkf_cu_reserve(T** buf, size_t* cap, size_t bytes) {
+  if (*cap >= bytes) return cudaSuccess;
+  if (*buf) cudaFree(*buf);
+  *buf = NULL;
+  *cap = 0;
+  const cudaError_t e = cudaMalloc((void**)buf, bytes);
+  if (e == cudaSuccess) *cap = bytes;
+  return e;
+}
+
 // Naive exchange for simple solutions: every rank copies its inputs into its
 // own symmetric scratch (after a small header of offsets), synchronizes and
 // meets its peers at the host barrier; peer_in[j][i] is then a device pointer

@@ -64,13 +64,7 @@ static int pkf_uly_all_to_all(pkf_context* ctx, const pkf_tensor* x, pkf_tensor*
     return 0;
   }
   const size_t bytes = (size_t)(2 * n * es);
-  if (st->cap < bytes) {
-    if (st->buf) cudaFree(st->buf);
-    st->buf = NULL;
-    st->cap = 0;
-    PKF_CU(cudaMalloc(&st->buf, bytes));
-    st->cap = bytes;
-  }
+  PKF_CU(pkf_cu_reserve(&st->buf, &st->cap, bytes));
   char* send = (char*)st->buf;
   char* recv = send + n * es;
   int rc = pkf_uly_swap(x->data, send, es, pack_p, w, pack_c, s);

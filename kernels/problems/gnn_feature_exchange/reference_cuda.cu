@@ -47,13 +47,7 @@ extern "C" int pkf_run(pkf_context* ctx, const pkf_tensor* in, int32_t n_in, pkf
   const size_t bytes = (size_t)(n_rows * row_bytes);
   char* dst = (char*)out[0].data;
   if (w > 1) {
-    if (st->cap < bytes) {
-      cudaFree(st->gathered);
-      st->gathered = NULL;
-      st->cap = 0;
-      PKF_CU(cudaMalloc(&st->gathered, bytes));
-      st->cap = bytes;
-    }
+    PKF_CU(pkf_cu_reserve(&st->gathered, &st->cap, bytes));
     dst = st->gathered;
   }
   const long long* ids = (const long long*)in[1].data;

@@ -75,13 +75,7 @@ extern "C" int pkf_run(pkf_context* ctx, const pkf_tensor* in, int32_t n_in, pkf
     return 0;
   }
   const size_t bytes = (size_t)(4 * halo * es);
-  if (st->cap < bytes) {
-    if (st->buf) cudaFree(st->buf);
-    st->buf = NULL;
-    st->cap = 0;
-    PKF_CU(cudaMalloc(&st->buf, bytes));
-    st->cap = bytes;
-  }
+  PKF_CU(pkf_cu_reserve(&st->buf, &st->cap, bytes));
   char* send_a = (char*)st->buf;
   char* send_b = send_a + halo * es;
   char* recv_a = send_b + halo * es;

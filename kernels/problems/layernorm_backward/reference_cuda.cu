@@ -79,13 +79,7 @@ extern "C" int pkf_run(pkf_context* ctx, const pkf_tensor* in, int32_t n_in, pkf
   if (splits < 1) splits = 1;
   if (splits > PKF_LNB_SPLITS) splits = PKF_LNB_SPLITS;
   const size_t bytes = (size_t)(splits + 1) * 2 * n * sizeof(float);
-  if (st->cap < bytes) {
-    if (st->buf) cudaFree(st->buf);
-    st->buf = NULL;
-    st->cap = 0;
-    PKF_CU(cudaMalloc(&st->buf, bytes));
-    st->cap = bytes;
-  }
+  PKF_CU(pkf_cu_reserve(&st->buf, &st->cap, bytes));
   float* sums = st->buf + (size_t)splits * 2 * n;
   pkf_lnb_partial<<<dim3((unsigned)((n + 31) / 32), (unsigned)splits), dim3(32, 8), 0, s>>>(
       in[0].data, in[1].data, dt, m, n, splits, st->buf);

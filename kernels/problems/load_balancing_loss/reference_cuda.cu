@@ -112,13 +112,7 @@ extern "C" int pkf_run(pkf_context* ctx, const pkf_tensor* in, int32_t n_in, pkf
   int blocks = (int)((m + PKF_LBL_THREADS - 1) / PKF_LBL_THREADS);
   if (blocks > PKF_LBL_BLOCKS) blocks = PKF_LBL_BLOCKS;
   const size_t bytes = sizeof(float) * (size_t)(PKF_LBL_BLOCKS * stride + 1 + topk * e_dim);
-  if (st->cap < bytes) {
-    if (st->partial) cudaFree(st->partial);
-    st->partial = NULL;
-    st->cap = 0;
-    PKF_CU(cudaMalloc(&st->partial, bytes));
-    st->cap = bytes;
-  }
+  PKF_CU(pkf_cu_reserve(&st->partial, &st->cap, bytes));
   float* packed = st->partial + PKF_LBL_BLOCKS * stride;
   pkf_lbl_route<<<blocks, PKF_LBL_THREADS, sizeof(int) * topk * e_dim, s>>>(in[0].data, dt, m, e_dim, topk, st->partial);
   pkf_lbl_pack<<<1, 256, 0, s>>>(st->partial, blocks, m, e_dim, topk, packed);

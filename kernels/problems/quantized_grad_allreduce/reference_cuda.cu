@@ -51,13 +51,7 @@ extern "C" int pkf_run(pkf_context* ctx, const pkf_tensor* in, int32_t n_in, pkf
   const pkf_dtype dt = out[0].dtype;
   const int64_t blocks = in[0].shape[0], bs = in[0].shape[1], n = blocks * bs;
   const size_t bytes = sizeof(float) * (size_t)n;
-  if (st->cap < bytes) {
-    if (st->acc) cudaFree(st->acc);
-    st->acc = NULL;
-    st->cap = 0;
-    PKF_CU(cudaMalloc(&st->acc, bytes));
-    st->cap = bytes;
-  }
+  PKF_CU(pkf_cu_reserve(&st->acc, &st->cap, bytes));
   int grid = (int)((blocks + 7) / 8);
   if (grid > 65535) grid = 65535;
   pkf_qar_quant<<<grid, 256, 0, s>>>(in[0].data, dt, blocks, bs, st->acc);

@@ -51,13 +51,7 @@ extern "C" int pkf_run(pkf_context* ctx, const pkf_tensor* in, int32_t n_in, pkf
   const pkf_dtype dt = out[0].dtype;
   const int64_t rows = out[0].shape[0], h = out[0].shape[1];
   const size_t bytes = (size_t)(rows * h * pkf_cu_elem(dt));
-  if (st->cap < bytes) {
-    if (st->stage) cudaFree(st->stage);
-    st->stage = NULL;
-    st->cap = 0;
-    PKF_CU(cudaMalloc(&st->stage, bytes));
-    st->cap = bytes;
-  }
+  PKF_CU(pkf_cu_reserve(&st->stage, &st->cap, bytes));
   PKF_NCCL(ncclReduceScatter(in[0].data, st->stage, (size_t)(rows * h), pkf_nccl_type(dt), ncclSum,
                              (ncclComm_t)ctx->nccl, s));
   pkf_rsn_norm<<<(unsigned)rows, 256, 0, s>>>(st->stage, in[1].data, out[0].data, dt, h,

@@ -101,13 +101,7 @@ extern "C" int pkf_run(pkf_context* ctx, const pkf_tensor* in, int32_t n_in, pkf
   if (splits < 1) splits = 1;
   if (splits > PKF_SK_SPLITS) splits = PKF_SK_SPLITS;
   const size_t floats = (size_t)((PKF_SK_SPLITS + 1) * np + n);
-  if (st->cap < floats * sizeof(float)) {
-    if (st->buf) cudaFree(st->buf);
-    st->buf = NULL;
-    st->cap = 0;
-    PKF_CU(cudaMalloc(&st->buf, floats * sizeof(float)));
-    st->cap = floats * sizeof(float);
-  }
+  PKF_CU(pkf_cu_reserve(&st->buf, &st->cap, floats * sizeof(float)));
   float* col_partial = st->buf;
   float* proto = col_partial + (size_t)PKF_SK_SPLITS * np;
   float* q = proto + np;  // the f32 working matrix [B, NP]

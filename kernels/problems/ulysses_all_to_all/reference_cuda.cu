@@ -46,13 +46,7 @@ extern "C" int pkf_run(pkf_context* ctx, const pkf_tensor* in, int32_t n_in, pkf
     PKF_CU(cudaMemcpyAsync(out[0].data, in[0].data, bytes, cudaMemcpyDeviceToDevice, s));
     return 0;
   }
-  if (st->cap < bytes) {
-    if (st->stage) cudaFree(st->stage);
-    st->stage = NULL;
-    st->cap = 0;
-    PKF_CU(cudaMalloc(&st->stage, bytes));
-    st->cap = bytes;
-  }
+  PKF_CU(pkf_cu_reserve(&st->stage, &st->cap, bytes));
   const ncclDataType_t t = pkf_nccl_type(in[0].dtype);
   const size_t chunk = (size_t)(rows * n);
   ncclComm_t comm = (ncclComm_t)ctx->nccl;
