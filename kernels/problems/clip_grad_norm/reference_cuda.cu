@@ -24,7 +24,7 @@ __global__ void pkf_clip_sumsq(pkf_clip_ptrs p, pkf_dtype dt, int64_t n, float* 
       const float v = pkf_dload(p.g[t], dt, i);
       acc += v * v;
     }
-  const float s = pkf_clip_block_sum(acc);
+  const float s = pkf_cu_block_sum(acc);
   if (threadIdx.x == 0) partial[blockIdx.x] = s;
 }
 

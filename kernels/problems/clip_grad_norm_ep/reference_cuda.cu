@@ -25,7 +25,7 @@ __global__ void pkf_cge_sumsq(const void* g, const void* e, float scale, pkf_dty
     const float a = pkf_dload(g, dt, i), b = pkf_cge_round(pkf_dload(e, dt, i) * scale, dt);
     acc += a * a + b * b;
   }
-  const float s = pkf_clip_block_sum(acc);
+  const float s = pkf_cu_block_sum(acc);
   if (threadIdx.x == 0) partial[blockIdx.x] = s;
 }
 

@@ -2,7 +2,7 @@
 // PyTorch's clip_grad_norm_ does it: foreach norms in f32, one all-reduce):
 // each reference's own kernel writes per-block f32 sums of squares
 // (at most PKF_CLIP_BLOCKS blocks of 256 threads, summed with
-// pkf_clip_block_sum), then pkf_clip_reduce adds the partials in one block in
+// pkf_cu_block_sum), then pkf_clip_reduce adds the partials in one block in
 // a fixed order (deterministic) into slot PKF_CLIP_BLOCKS and all-reduces that
 // one f32; the scale kernel reads it on device (no host round trip).
 #ifndef PKFORGE_PROBLEMS_COMMON_CLIP_NORM_CUH_
@@ -30,22 +30,10 @@ static inline void pkf_clip_teardown(pkf_context* ctx) {
   free(st);
 }
 
-// The sum of v over a block of 256 threads (every thread gets it).
-static __device__ __forceinline__ float pkf_clip_block_sum(float v) {
-  __shared__ float part[256];
-  part[threadIdx.x] = v;
-  __syncthreads();
-  for (int s = blockDim.x / 2; s > 0; s >>= 1) {
-    if (threadIdx.x < s) part[threadIdx.x] += part[threadIdx.x + s];
-    __syncthreads();
-  }
-  return part[0];
-}
-
 static __global__ void pkf_clip_total(float* partial, int blocks) {
   float acc = 0.0f;
   for (int b = threadIdx.x; b < blocks; b += blockDim.x) acc += partial[b];
-  const float s = pkf_clip_block_sum(acc);
+  const float s = pkf_cu_block_sum(acc);
   if (threadIdx.x == 0) partial[PKF_CLIP_BLOCKS] = s;
 }
 

@@ -65,6 +65,21 @@ static inline int pkf_cu_blocks(int64_t n) {
     if ((x) != ncclSuccess) return 101; \
   } while (0)
 
+// The sum of v over a block of 256 threads (blockDim.x a power of two up to
+// 256), a fixed-order tree in shared memory; every thread gets it. Called by
+// every thread of the block; a second call in the same kernel needs a
+// __syncthreads() first (the shared buffer is reused).
+static __device__ __forceinline__ float pkf_cu_block_sum(float v) {
+  __shared__ float part[256];
+  part[threadIdx.x] = v;
+  __syncthreads();
+  for (int s = blockDim.x / 2; s > 0; s >>= 1) {
+    if (threadIdx.x < s) part[threadIdx.x] += part[threadIdx.x + s];
+    __syncthreads();
+  }
+  return part[0];
+}
+
 // Grows a device buffer to at least `bytes` (its contents are not kept): the
 // old one is freed first, so a failed allocation leaves it empty ({NULL, 0}).
 // Use as PKF_CU(pkf_cu_reserve(&st->buf, &st->cap, bytes)).

@@ -25,20 +25,13 @@ extern "C" void pkf_teardown(pkf_context* ctx) {
 
 __global__ void pkf_rsn_norm(const void* summed, const void* gamma, void* y, pkf_dtype dt, int64_t h,
                              float inv_world) {
-  __shared__ float part[256];
   const int64_t row = blockIdx.x;
   float acc = 0.0f;
   for (int64_t c = threadIdx.x; c < h; c += blockDim.x) {
     const float v = pkf_dload(summed, dt, row * h + c) * inv_world;
     acc += v * v;
   }
-  part[threadIdx.x] = acc;
-  __syncthreads();
-  for (int s = blockDim.x / 2; s > 0; s >>= 1) {
-    if (threadIdx.x < s) part[threadIdx.x] += part[threadIdx.x + s];
-    __syncthreads();
-  }
-  const float inv = rsqrtf(part[0] / (float)h + 1e-5f);
+  const float inv = rsqrtf(pkf_cu_block_sum(acc) / (float)h + 1e-5f);
   for (int64_t c = threadIdx.x; c < h; c += blockDim.x)
     pkf_dstore(y, dt, row * h + c, pkf_dload(summed, dt, row * h + c) * inv_world * inv * pkf_dload(gamma, dt, c));
 }

@@ -30,16 +30,11 @@ extern "C" void pkf_teardown(pkf_context* ctx) {
   free(st);
 }
 
+// Called repeatedly in one kernel: the barrier first keeps a slow thread's
+// read of the previous sum ahead of the next write to the shared buffer.
 __device__ __forceinline__ float pkf_sk_block_sum(float v) {
-  __shared__ float part[256];
   __syncthreads();
-  part[threadIdx.x] = v;
-  __syncthreads();
-  for (int s = blockDim.x / 2; s > 0; s >>= 1) {
-    if (threadIdx.x < s) part[threadIdx.x] += part[threadIdx.x + s];
-    __syncthreads();
-  }
-  return part[0];
+  return pkf_cu_block_sum(v);
 }
 
 __global__ void pkf_sk_exp(const void* x, pkf_dtype dt, float* q, int64_t n) {

@@ -21,20 +21,14 @@ extern "C" void pkf_teardown(pkf_context* ctx) {
 }
 
 __global__ void pkf_row_ss(const void* x, pkf_dtype dt, int64_t hl, float* ss) {
-  __shared__ float part[256];
   const int64_t m = blockIdx.x;
   float acc = 0.0f;
   for (int64_t c = threadIdx.x; c < hl; c += blockDim.x) {
     const float v = pkf_dload(x, dt, m * hl + c);
     acc += v * v;
   }
-  part[threadIdx.x] = acc;
-  __syncthreads();
-  for (int s = blockDim.x / 2; s > 0; s >>= 1) {
-    if (threadIdx.x < s) part[threadIdx.x] += part[threadIdx.x + s];
-    __syncthreads();
-  }
-  if (threadIdx.x == 0) ss[m] = part[0];
+  const float sum = pkf_cu_block_sum(acc);
+  if (threadIdx.x == 0) ss[m] = sum;
 }
 
 __global__ void pkf_scale(const void* x, const void* w, void* y, pkf_dtype dt, int64_t rows, int64_t hl,
