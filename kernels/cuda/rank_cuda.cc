@@ -178,7 +178,9 @@ class CudaRank {
       Reply rep;
       std::memset(&rep, 0, sizeof rep);
       rep.op = cmd.op;
-      if (BadSlots(cmd, o_.slots) || (cmd.op != kOpSetup && cmd.op != kOpExit && !ready_)) {
+      const bool before_ready = cmd.op == kOpSetup || cmd.op == kOpExit || cmd.op == kOpInit ||
+                                (cmd.op == kOpAttach && inited_);
+      if (BadSlots(cmd, o_.slots) || (!before_ready && !ready_)) {
         rep.rc = -1;
         snprintf(rep.message, sizeof rep.message, "bad command %u (slot %u count %u)", cmd.op,
                  cmd.slot, cmd.count);
@@ -187,6 +189,8 @@ class CudaRank {
       }
       switch (cmd.op) {
         case kOpSetup: Setup(&rep); break;
+        case kOpInit: Init(&rep); break;
+        case kOpAttach: EnsureCandData(&rep); break;
         case kOpGen:
           for (uint32_t k = 0; k < cmd.count && rep.rc == 0; ++k)
             Gen(cmd.SlotAt(k), BatchSeed(cmd.seed, k), (cmd.flags & kGenReferenceOnly) == 0,
@@ -226,7 +230,15 @@ class CudaRank {
   // The candidate's buffers: mapped by IPC in the reference rank.
   char* CandBase() const { return ref_ ? cand_data_ : data_; }
 
-  void Setup(Reply* rep) {
+  // The harness's part of a rank's set-up, no candidate code: device,
+  // context, buffers (a candidate rank publishes its allocation's IPC handle
+  // in the mailbox), the side's scratch, NCCL. The judge runs it for the
+  // candidate ranks (kOpInit) side by side with the reference ranks' set-up,
+  // and lets the reference ranks open the candidate's buffers (kOpAttach)
+  // before any candidate code is loaded, so nothing the candidate writes in
+  // the mailbox later is ever read.
+  void Init(Reply* rep) {
+    if (inited_) return;
     if (Failed(rep, cudaSetDevice(o_.rank), "cudaSetDevice")) return;
     if (Failed(rep, cudaFree(nullptr), "context creation")) return;
     int sms = 0;
@@ -309,6 +321,14 @@ class CudaRank {
     ctx_.barrier = &HostBarrier;
     ctx_.user_state = nullptr;
 
+    inited_ = true;
+  }
+
+  // kOpSetup: Init if the judge did not ask for it first, then the
+  // reference's functions or the candidate's library and its pkf_setup.
+  void Setup(Reply* rep) {
+    Init(rep);
+    if (rep->rc != 0) return;
     pkf_setup_fn setup = nullptr;
     if (ref_) {
       const CudaReference* r = FindCudaReference(o_.problem);
@@ -363,9 +383,9 @@ class CudaRank {
     }
   }
 
-  // The reference rank opens the candidate's allocation on first use (the
-  // candidate ranks have exported it by then: the judge sets up both sides
-  // before any other command).
+  // The reference rank opens the candidate's allocation once (kOpAttach,
+  // right after the candidate ranks' Init and before their candidate code is
+  // loaded; on first use for a judge that does not send it).
   bool EnsureCandData(Reply* rep) {
     if (!ref_ || cand_data_ != nullptr) return true;
     cudaIpcMemHandle_t h;
@@ -768,6 +788,7 @@ class CudaRank {
   RankOptions o_;
   bool ref_ = false;
   bool ready_ = false;
+  bool inited_ = false;
   const Problem* problem_ = nullptr;
   pkf_dtype dtype_ = PKF_F32;
   Dims dims_;

@@ -248,12 +248,36 @@ void AntiCheat::BatchConsistency(const TimingSamples& s) {
                 kBatchCheat);
     out_->Cheat("batch_consistency", why);
   } else if (ratio > kBatchFlag) {
+    batch_ratio_flagged_ = true;
     out_->AddCheck(
         "batch_consistency", false, true,
         d + fmt::format(" (flagged beyond {:.1f}x): work done together over a batch's calls?",
                         kBatchFlag));
   } else {
     out_->AddCheck("batch_consistency", true, false, d);
+  }
+}
+
+void AntiCheat::BatchProgress(const TimingSamples& s) {
+  if (s.progress.empty()) return;
+  const ProgressVerdict v = JudgeProgress(s.progress);
+  const std::string d = fmt::format(
+      "candidate stopped in the middle of {} secretly chosen batches of {} calls: {}",
+      s.progress.size(), s.batch, v.detail);
+  if (v.cheat) {
+    out_->Cheat("batch_progress",
+                d + ": calls were not done one after the other (deferred to a later call, or "
+                    "done ahead by an earlier one)");
+  } else if (v.flag && batch_ratio_flagged_) {
+    // Two independent signals: one probe out of order and short batches
+    // costing more per call than the long ones (batch_consistency's flag).
+    out_->Cheat("batch_progress",
+                d + ", and batch_consistency flagged the same candidate: calls were not done one "
+                    "after the other");
+  } else if (v.flag) {
+    out_->AddCheck("batch_progress", false, true, d + " (one anomalous probe: flagged)");
+  } else {
+    out_->AddCheck("batch_progress", true, false, d);
   }
 }
 

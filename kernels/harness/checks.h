@@ -67,6 +67,10 @@ class AntiCheat {
   void WallclockCrosscheck(const TimingSamples& s, const TimingSummary& t);
   void FrozenWhileIdle();
   void BatchConsistency(const TimingSamples& s);
+  // batch_progress: the progress probes (progress_probe.h); CHEAT_DETECTED
+  // on two anomalous probes, or on one when BatchConsistency (run first)
+  // flagged the candidate; flagged on one alone.
+  void BatchProgress(const TimingSamples& s);
 
  private:
   bool Cuda() const { return o_.backend == "cuda"; }
@@ -74,6 +78,7 @@ class AntiCheat {
   const LaunchOptions& o_;
   RankPool* pool_;
   Outcome* out_;
+  bool batch_ratio_flagged_ = false;  // BatchConsistency's flag fired
 };
 
 }  // namespace pkforge::kernels

@@ -350,6 +350,7 @@ absl::Status CandidateProcesses::Freeze(int64_t deadline_ns) {
     const std::vector<int> pids = List();
     bool all = true;
     for (int pid : pids) {
+      if (round == 0 && signalled.empty()) stop_sent_at_ns_ = MonotonicNs();
       if (signalled.insert(pid).second) kill(pid, SIGSTOP);
       if (AllThreadsStopped(pid)) {
         seen_stopped.insert(pid);

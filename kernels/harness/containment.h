@@ -89,6 +89,9 @@ class CandidateProcesses {
   // MonotonicNs() at which the last Freeze() saw every thread stopped (before
   // it read CPU times): the end of anything the candidate could still do.
   int64_t stopped_at_ns() const { return stopped_at_ns_; }
+  // When the last Freeze sent its first SIGSTOP (the candidate made
+  // progress until about then; stopped_at_ns() is when the stop was verified).
+  int64_t stop_sent_at_ns() const { return stop_sent_at_ns_; }
 
   // Live candidate processes other than the rank processes themselves
   // (pids and a description into *detail when non-null).
@@ -105,6 +108,7 @@ class CandidateProcesses {
   bool adopt_orphans_ = true;
   bool frozen_ = false;
   int64_t stopped_at_ns_ = 0;
+  int64_t stop_sent_at_ns_ = 0;
   std::set<int> frozen_pids_;
   std::string continued_;  // set by Freeze() when a stopped process ran again
   std::map<int, uint64_t> cpu_ns_;  // tid -> CPU time when frozen

@@ -47,6 +47,11 @@ using Result = v1::EvaluationResult;
 constexpr int kMaxInputSets = 128;
 // Short batches per timing phase, for AntiCheat::BatchConsistency.
 constexpr int kShortBatches = 2;
+// Progress-probed batches per timing phase (AntiCheat::BatchProgress), at
+// secret places after the first kProbeAfter timed batches, each paused at a
+// secret 30-70% of the candidate's fastest batch so far.
+constexpr int kProgressProbes = 3;
+constexpr int kProbeAfter = 3;
 
 // Wall time one timed batch aims at: long against the judge's own round
 // trip (tens of us), short against the evaluation budget.
@@ -130,6 +135,7 @@ struct BatchWalls {
   double ref_wall = 0, cand_wall = 0;  // the judge's clock
   double ref_rep = 0, cand_rep = 0;    // the ranks' own longest span
   double cand_wait = 0;                // CPU waits of candidate threads and the judge
+  double cand_span = 0;                // candidate: command to its last reply
 };
 
 class Judge {
@@ -160,7 +166,12 @@ class Judge {
   void ChooseBatchLength(double overhead_us);
   bool BatchInputs(const Cmd& batch, v1::Phase phase);
   bool PoisonAtStart(const Cmd& batch, int index, v1::Phase phase);
-  bool TimedPair(const Cmd& batch, int index, bool ref_first, v1::Phase phase, BatchWalls* w);
+  // pause_ns > 0: the candidate's batch is a progress probe (ProgressProbe),
+  // not a timed sample.
+  bool TimedPair(const Cmd& batch, int index, bool ref_first, v1::Phase phase, BatchWalls* w,
+                 int64_t pause_ns = 0, double span_ns = 0);
+  bool ProgressProbe(const Cmd& batch, v1::Phase phase, int64_t pause_ns, double span_ns,
+                     const std::vector<int64_t>& wait0, std::vector<Reply>* replies);
   void RecordDeviceState(const std::string& versions);
   bool Cuda() const { return o_.backend == "cuda"; }
 
@@ -423,15 +434,23 @@ bool Judge::Timing() {
   // consistency check (Finish): not official times.
   const uint32_t short_len = std::min(batch_len, std::max(16u, batch_len / 4));
   const bool with_shorts = short_len < batch_len;
-  const int total = batches + (with_shorts ? kShortBatches : 0);
-  std::set<int> shorts;
+  const int total = batches + (with_shorts ? kShortBatches : 0) + kProgressProbes;
+  std::set<int> shorts, probes;
   while (with_shorts && static_cast<int>(shorts.size()) < kShortBatches)
     shorts.insert(static_cast<int>(SecretSeed() % static_cast<uint64_t>(total)));
+  // Probes come after at least kProbeAfter long batches (they need the
+  // candidate's fastest batch), never on a short one.
+  while (static_cast<int>(probes.size()) < kProgressProbes) {
+    const int j = kProbeAfter + kShortBatches +
+                  static_cast<int>(SecretSeed() % static_cast<uint64_t>(total - kProbeAfter - kShortBatches));
+    if (shorts.count(j) == 0) probes.insert(j);
+  }
   uint32_t next = 0;
-  std::vector<double> ref_walls, cand_walls, cand_waits;  // us per timed batch
+  std::vector<double> ref_walls, cand_walls, cand_waits, cand_spans;  // us per timed batch
   for (int j = -warm; j < total; ++j) {
     const bool timed = j >= 0;
     const bool is_short = shorts.count(j) > 0;
+    const bool is_probe = probes.count(j) > 0 && !cand_spans.empty();
     const uint32_t len = is_short ? short_len : batch_len;
     const Cmd batch{kMagic, kOpBatch, next, len, static_cast<uint32_t>(sets_), 0, 0};
     next = (next + len) % static_cast<uint32_t>(sets_);
@@ -442,13 +461,24 @@ bool Judge::Timing() {
         !PoisonAtStart(batch, j, ph))
       return false;
     BatchWalls w;
-    if (!TimedPair(batch, j, ((j + warm) % 2) == 0, ph, &w)) return false;
+    // A probed batch: the reference first (its outputs are what the probe
+    // compares with), the candidate paused at a secret point.
+    // The share is of the candidate's fastest batch from its command to its
+    // last reply (a timed batch's clock runs on until the stop is verified,
+    // which would put the pause after the end of a short batch).
+    const double span_us =
+        cand_spans.empty() ? 1 : *std::min_element(cand_spans.begin(), cand_spans.end());
+    const int64_t pause_ns =
+        is_probe ? static_cast<int64_t>(1e3 * span_us * (0.3 + 0.4 * (SecretSeed() % 1024) / 1024.0))
+                 : 0;
+    if (!TimedPair(batch, j, is_probe || ((j + warm) % 2) == 0, ph, &w, pause_ns, span_us * 1e3))
+      return false;
     if (!CheckBatch(batch, j, ph, true)) return false;
     // One more empty round trip per batch: the smallest over the whole phase
     // is subtracted, so a host that was busy while the first probes ran
     // does not inflate it (seen on a loaded 2-core machine: 7 ms).
     if (!ProbeRoundTrip(ph, &o)) return false;
-    if (!timed) continue;
+    if (!timed || is_probe) continue;  // a probed batch's times are not samples
     if (is_short) {
       samples_.ref_short_walls.push_back(w.ref_wall);
       samples_.cand_short_walls.push_back(w.cand_wall);
@@ -456,6 +486,7 @@ bool Judge::Timing() {
     }
     ref_walls.push_back(w.ref_wall);
     cand_walls.push_back(w.cand_wall);
+    cand_spans.push_back(w.cand_span);
     cand_waits.push_back(w.cand_wait);
     samples_.ref_rep_us.push_back(w.ref_rep / batch_len);  // the ranks' own view (cross-check)
     samples_.cand_rep_us.push_back(w.cand_rep / batch_len);
@@ -551,10 +582,36 @@ bool Judge::PoisonAtStart(const Cmd& batch, int j, v1::Phase ph) {
   return true;
 }
 
+// The candidate's batch, paused `pause_ns` after its command: while it is
+// frozen the reference ranks count the calls already done (kOpProgress;
+// the reference ran the batch first), against the share of its fastest
+// batch (span_ns, command to last reply) that passed until the stop was
+// sent, less the time its threads waited for a CPU.
+bool Judge::ProgressProbe(const Cmd& batch, v1::Phase ph, int64_t pause_ns, double span_ns,
+                          const std::vector<int64_t>& wait0, std::vector<Reply>* r) {
+  auto probe = [&](int64_t frozen_after_ns, bool pending) {
+    Cmd pc = batch;
+    pc.op = kOpProgress;
+    std::vector<Reply> pr;
+    if (!pool_.RoundCmd(pool_.refs(), pc, ph, &pr)) return false;
+    uint64_t done = batch.count;
+    for (const Reply& x : pr) done = std::min<uint64_t>(done, x.value);
+    const double waited = static_cast<double>(MaxGrowth(wait0, RunDelays(pool_.cands())));
+    ProgressSample s;
+    s.elapsed = std::max(0.0, frozen_after_ns - waited) / std::max(span_ns, 1.0);
+    s.done = static_cast<double>(done) / std::max<uint32_t>(batch.count, 1);
+    s.replies_pending = pending;
+    samples_.progress.push_back(s);
+    return true;
+  };
+  return pool_.CandPausedRound(batch, ph, pause_ns, probe, r);
+}
+
 // One timed batch on each side, in the order given (ABBA over batches). The
 // candidate's outputs are snapshotted at once after its batch, while it is
 // frozen, and its threads, processes and (cuda) the GPU checked.
-bool Judge::TimedPair(const Cmd& batch, int j, bool ref_first, v1::Phase ph, BatchWalls* w) {
+bool Judge::TimedPair(const Cmd& batch, int j, bool ref_first, v1::Phase ph, BatchWalls* w,
+                      int64_t pause_ns, double span_ns) {
   std::vector<Reply> r;
   const Cmd sw{kMagic, kOpSwitch, 0, 1, 0, 0, 0};
   auto span = [](const std::vector<Reply>& rs) {
@@ -574,7 +631,12 @@ bool Judge::TimedPair(const Cmd& batch, int j, bool ref_first, v1::Phase ph, Bat
       // itself (while it waits, it neither reads replies nor stops ranks).
       const std::vector<int64_t> wait0 = RunDelays(pool_.cands());
       const int64_t judge_wait0 = ProcessRunDelayNs(getpid());
-      if (!pool_.CandRound(batch, ph, &r, &wall)) return false;
+      if (pause_ns > 0) {
+        if (!ProgressProbe(batch, ph, pause_ns, span_ns, wait0, &r)) return false;
+      } else if (!pool_.CandRound(batch, ph, &r, &wall)) {
+        return false;
+      }
+      w->cand_span = pool_.last_reply_ns() / 1e3;
       w->cand_wall = wall / 1e3;
       w->cand_rep = span(r);
       const int64_t judge_wait1 = ProcessRunDelayNs(getpid());
@@ -604,6 +666,7 @@ void Judge::Finish() {
   checks_.FrozenWhileIdle();
   if (t.cand.median > 0) out_.result().set_speedup(t.ref.median / t.cand.median);
   checks_.BatchConsistency(samples_);
+  if (out_.undecided()) checks_.BatchProgress(samples_);
 
   const Cost cost = problem_->cost(dims_, o_.world_size, DtypeSize(dtype_));
   const RooflineCeilings ceilings =

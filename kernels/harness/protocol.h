@@ -42,6 +42,10 @@ enum Op : uint32_t {
   kOpProgress = 16,  // ref: value = calls of the batch whose live candidate outputs all match
                      //       the reference's within tolerance (a progress probe: the candidate is
                      //       frozen in the middle of the batch; the reference ran it already)
+  kOpInit = 17,     // cand (cuda): the harness's set-up, no candidate code (device, buffers,
+                    //       NCCL; the IPC handle in the mailbox); run beside the ref's kOpSetup
+  kOpAttach = 18,   // ref (cuda): open the candidate's buffers from the mailbox, after kOpInit
+                    //       and before the candidate's code is loaded (kOpSetup)
   kOpHello = 14,    // cand: sent unasked once hardened, before any candidate code is loaded;
                     //       rc = kRcHarness when hardening failed (the only trusted cand reply)
 };

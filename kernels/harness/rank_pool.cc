@@ -32,6 +32,11 @@ constexpr const char* kSideNames[2] = {"ref", "cand"};
 constexpr int64_t kFreezeLimitNs = 2'000'000'000;
 // Least time a round of reference ranks gets, whatever is left of the phase.
 constexpr int64_t kRefRoundMinNs = 5'000'000'000;
+// The reference's set-up (CUDA context, NCCL, its buffers) runs before any
+// candidate code and can take long on a GPU still releasing the context of
+// an evaluation killed just before (the executor's crash/hang test: over 5 s
+// on the H200, a HARNESS_ERROR); nothing the candidate does can slow it.
+constexpr int64_t kRefSetupMinNs = 60'000'000'000;
 
 // The rank processes' environment: an allowlist (the sandbox gives an exact
 // environment; this is the second line of defence, and the only one when
@@ -395,8 +400,9 @@ bool RankPool::Collect(const std::vector<RankProc*>& procs, uint32_t op, v1::Pha
   // team: deadline_blame, teardown_deadline_blame returned just before the
   // deadline). The candidate's next round then times out, as it should.
   const bool reference_round = !procs.empty() && procs[0]->ref;
+  const int64_t ref_min = phase == v1::PHASE_SETUP ? kRefSetupMinNs : kRefRoundMinNs;
   const int64_t deadline =
-      reference_round ? std::max(deadline_ns_, MonotonicNs() + kRefRoundMinNs) : deadline_ns_;
+      reference_round ? std::max(deadline_ns_, MonotonicNs() + ref_min) : deadline_ns_;
   while (remaining > 0) {
     std::vector<pollfd> pfds;
     std::vector<size_t> idx;
@@ -520,10 +526,48 @@ bool RankPool::CandRound(const Cmd& cmd, v1::Phase phase, std::vector<Reply>* re
   const bool ok = RoundCmd(cands_, cmd, phase, replies, wall_ns, &t_send);
   if (!ok || !refreeze) return ok;
   const int64_t t_recv = MonotonicNs();
+  last_reply_ns_ = t_recv - t_send;
   if (!Freeze(phase)) return false;
   if (wall_ns != nullptr) *wall_ns = tree_.stopped_at_ns() - t_send;
   if (cmd.op == kOpBatch) Diag("cand", t_send, t_recv, tree_.stopped_at_ns(), *replies);
   return true;
+}
+
+bool RankPool::CandPausedRound(
+    const Cmd& cmd, v1::Phase phase, int64_t pause_after_ns,
+    const std::function<bool(int64_t frozen_after_ns, bool pending)>& while_frozen,
+    std::vector<Reply>* replies) {
+  if (!Thaw()) return false;
+  const int64_t t_send = MonotonicNs();
+  Send(cands_, cmd);
+  // Until the pause, or until every candidate rank has a reply waiting.
+  std::vector<bool> ready(cands_.size(), false);
+  auto all_ready = [&] { return std::all_of(ready.begin(), ready.end(), [](bool b) { return b; }); };
+  auto poll_ready = [&](int64_t wait_ns) {
+    std::vector<pollfd> pfds;
+    std::vector<size_t> idx;
+    for (size_t i = 0; i < cands_.size(); ++i)
+      if (!ready[i]) {
+        pfds.push_back({cands_[i]->reply_fd, POLLIN, 0});
+        idx.push_back(i);
+      }
+    if (pfds.empty()) return;
+    timespec ts{static_cast<time_t>(wait_ns / 1'000'000'000), static_cast<long>(wait_ns % 1'000'000'000)};
+    if (ppoll(pfds.data(), pfds.size(), &ts, nullptr) <= 0) return;
+    for (size_t k = 0; k < pfds.size(); ++k)
+      if (pfds[k].revents != 0) ready[idx[k]] = true;
+  };
+  const int64_t pause_at = t_send + pause_after_ns;
+  prctl(PR_SET_TIMERSLACK, 1UL);  // the pause to within microseconds, not the default 50 us
+  for (int64_t now = MonotonicNs(); now < pause_at && !all_ready(); now = MonotonicNs())
+    poll_ready(pause_at - now);
+  if (!Freeze(phase)) return false;
+  const int64_t frozen_after = tree_.stop_sent_at_ns() - t_send;
+  poll_ready(0);  // replies written before the stop took hold
+  if (!while_frozen(frozen_after, !all_ready())) return false;
+  if (!Thaw()) return false;
+  if (!Collect(cands_, cmd.op, phase, replies)) return false;
+  return Freeze(phase);
 }
 
 bool RankPool::RefTimedRound(const Cmd& cmd, v1::Phase phase, std::vector<Reply>* replies,

@@ -37,6 +37,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -102,6 +103,17 @@ class RankPool {
   // as soon as every reply is in (`refreeze` false only for kOpExit).
   bool CandRound(const Cmd& cmd, v1::Phase phase, std::vector<Reply>* replies,
                  int64_t* wall_ns = nullptr, bool refreeze = true);
+  // ns from the command of the last CandRound to its last reply (the clock
+  // of a timed round runs on until the stop is verified).
+  int64_t last_reply_ns() const { return last_reply_ns_; }
+  // A candidate round paused once, not timed: `pause_after_ns` after the
+  // command the candidate is frozen (at once if every rank has replied),
+  // `while_frozen(ns from the command to the stop, some reply still
+  // pending)` runs (a progress probe by the reference ranks), then the
+  // candidate is thawed to finish the round and frozen again.
+  bool CandPausedRound(const Cmd& cmd, v1::Phase phase, int64_t pause_after_ns,
+                       const std::function<bool(int64_t frozen_after_ns, bool pending)>& while_frozen,
+                       std::vector<Reply>* replies);
   bool Freeze(v1::Phase phase);
   bool Thaw();
 
@@ -140,6 +152,7 @@ class RankPool {
   CandidateProcesses tree_;
   CandidateProcesses ref_tree_;  // the reference ranks, stopped the same way to end their clock
   int frozen_windows_ = 0;
+  int64_t last_reply_ns_ = 0;
   int window_violations_ = 0;
   std::string window_detail_;
 };

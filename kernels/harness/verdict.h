@@ -25,6 +25,7 @@
 
 #include "kernels/harness/judge.h"
 #include "kernels/harness/outcome.h"
+#include "kernels/harness/progress_probe.h"
 #include "kernels/harness/problem.h"
 #include "kernels/harness/stats.h"
 #include "pkforge/candidate.h"
@@ -44,6 +45,8 @@ struct TimingSamples {
   // Short timed batches (us per call after the round trip): the batch
   // consistency cross-check only.
   std::vector<double> ref_short_walls, cand_short_walls;
+  // Progress probes (progress_probe.h): one per probed batch.
+  std::vector<ProgressSample> progress;
   uint32_t short_len = 0;  // calls per short batch
   uint32_t batch = 1;      // calls per timed batch
   double overhead_us = 0;  // the reference side's smallest empty round trip
