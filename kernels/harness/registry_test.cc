@@ -50,6 +50,23 @@ TEST(Registry, EveryServedReferenceHasItsCode) {
   EXPECT_NE(at.find("s += pkf_load(peer[j][0]"), std::string_view::npos) << at;
 }
 
+// allgather_gemm and allgather_gemm_at share one spec (common/allgather_gemm_spec.h)
+// and differ in B: replicated (PKB 12) or each rank's own (PKB 11).
+TEST(Registry, AllgatherGemmVariantsDifferOnlyInWhetherBIsReplicated) {
+  auto plain = FindProblem("allgather_gemm");
+  auto at = FindProblem("allgather_gemm_at");
+  ASSERT_TRUE(plain.ok() && at.ok());
+  const Dims d = {{"M", 8}, {"N", 16}, {"K", 48}};
+  const RankSpec a = (*plain)->spec(d, 4, 1), b = (*at)->spec(d, 4, 1);
+  ASSERT_EQ(a.in.size(), 2u);
+  ASSERT_EQ(b.in.size(), 2u);
+  EXPECT_EQ(a.in[0].shape, (std::vector<int64_t>{8, 12}));
+  EXPECT_EQ(a.in[1].shape, b.in[1].shape);
+  EXPECT_TRUE(a.in[1].replicated);
+  EXPECT_FALSE(b.in[1].replicated);
+  EXPECT_FALSE(b.in[0].replicated);
+}
+
 // kernels/problems/problems.list, names in order, comments and blanks skipped.
 std::vector<std::string> ListedProblems() {
   std::ifstream in(std::string(PKF_SOURCE_DIR) + "/kernels/problems/problems.list");
