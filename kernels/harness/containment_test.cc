@@ -10,6 +10,7 @@
 #include <sys/ptrace.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
+#include <sys/timerfd.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -111,6 +112,31 @@ TEST(Harden, NoPtraceNoNamespacesNoCapabilities) {
   });
   EXPECT_EQ(rc, 0);
   Reap(trusted);
+}
+
+// Timers that fire while the candidate is stopped (an interrupt storm on the
+// reference's CPU, red team irq_storm_ref / irq_storm_uring) cannot be armed;
+// a plain sleep still works.
+TEST(Harden, NoTimersThatOutliveAStop) {
+  const int rc = InChild([] {
+    // Before hardening each works (so the refusal below is the filter's).
+    const int tfd = timerfd_create(CLOCK_MONOTONIC, 0);
+    if (tfd < 0) return 9;
+    close(tfd);
+    if (!HardenCandidateProcess().ok()) return 10;
+    if (timerfd_create(CLOCK_MONOTONIC, 0) >= 0 || errno != EPERM) return 11;
+    timer_t t;
+    sigevent ev{};
+    ev.sigev_notify = SIGEV_NONE;
+    if (syscall(SYS_timer_create, CLOCK_MONOTONIC, &ev, &t) == 0 || errno != EPERM) return 12;
+    char params[120] = {};
+    if (syscall(SYS_io_uring_setup, 8, params) >= 0 || errno != EPERM) return 13;
+    unsigned long aio = 0;
+    if (syscall(SYS_io_setup, 8, &aio) == 0 || errno != EPERM) return 14;
+    if (usleep(1000) != 0) return 15;
+    return 0;
+  });
+  EXPECT_EQ(rc, 0);
 }
 
 TEST(Harden, SchedulingOfOtherProcessesHasNoEffect) {

@@ -471,7 +471,11 @@ bool Judge::Timing() {
     const int64_t pause_ns =
         is_probe ? static_cast<int64_t>(1e3 * span_us * (0.3 + 0.4 * (SecretSeed() % 1024) / 1024.0))
                  : 0;
-    if (!TimedPair(batch, j, is_probe || ((j + warm) % 2) == 0, ph, &w, pause_ns, span_us * 1e3))
+    // Which side goes first is drawn from secret randomness (a fixed order
+    // told the candidate when the reference's batch would follow its own:
+    // red team irq_storm_ref aimed kernel timers at it).
+    const bool ref_first = is_probe || (SecretSeed() & 1) == 0;
+    if (!TimedPair(batch, j, ref_first, ph, &w, pause_ns, span_us * 1e3))
       return false;
     if (!CheckBatch(batch, j, ph, true)) return false;
     // One more empty round trip per batch: the smallest over the whole phase
@@ -805,8 +809,23 @@ bool Judge::SetUp() {
   std::vector<Reply> r;
   // Each candidate rank reports that it is hardened before it loads anything.
   bool ok = pool_.Collect(pool_.cands(), kOpHello, v1::PHASE_SETUP, &r);
-  ok = ok && pool_.Round(pool_.refs(), kOpSetup, 0, 0, v1::PHASE_SETUP, &r);
-  if (ok && Cuda()) versions_ = r[0].message;
+  if (Cuda()) {
+    // The candidate ranks' harness set-up (device, buffers, NCCL; no
+    // candidate code yet) side by side with the reference's, then the
+    // reference ranks open the candidate's buffers from the mailbox while
+    // only the harness has written it: nothing the candidate writes there
+    // later is read (red team mailbox_garbage: the reference failed to open
+    // garbage, a HARNESS_ERROR).
+    const Cmd init{kMagic, kOpInit, 0, 1, 0, 0, 0};
+    std::vector<Reply> ci;
+    ok = ok && pool_.Send(pool_.cands(), init) &&
+         pool_.Round(pool_.refs(), kOpSetup, 0, 0, v1::PHASE_SETUP, &r);
+    if (ok) versions_ = r[0].message;
+    ok = ok && pool_.Collect(pool_.cands(), kOpInit, v1::PHASE_SETUP, &ci) &&
+         pool_.Round(pool_.refs(), kOpAttach, 0, 0, v1::PHASE_SETUP, &ci);
+  } else {
+    ok = ok && pool_.Round(pool_.refs(), kOpSetup, 0, 0, v1::PHASE_SETUP, &r);
+  }
   // One reference call before any candidate code runs: lazy allocations of
   // the reference (cuBLAS workspaces, NCCL buffers) cannot be starved later.
   const Cmd warm{kMagic,      kOpGen, static_cast<uint32_t>(sets_), 1, 0, kGenReferenceOnly,
