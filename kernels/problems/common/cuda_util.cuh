@@ -80,6 +80,30 @@ static __device__ __forceinline__ float pkf_cu_block_sum(float v) {
   return part[0];
 }
 
+// gathered [w][rows][n] -> y [rows][w*n]: what an all-gather or all-to-all
+// stacked by rank, concatenated along the last dimension (PyTorch's cat(dim=1)
+// after all_gather), in units of T (2 or 4 bytes).
+template <typename T>
+static __global__ void pkf_cu_cat_ranks_kernel(const T* gathered, T* y, int w, int64_t rows, int64_t n) {
+  const int64_t total = rows * w * n;
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < total;
+       i += (int64_t)gridDim.x * blockDim.x) {
+    const int64_t m = i / (w * n), rest = i % (w * n), j = rest / n, c = rest % n;
+    y[i] = gathered[(j * rows + m) * n + c];
+  }
+}
+// Launches it on s for elements of es bytes (4: f32, else 2: f16/bf16).
+static inline int pkf_cu_cat_ranks(const void* gathered, void* y, int64_t es, int w, int64_t rows, int64_t n,
+                                   cudaStream_t s) {
+  const int blocks = pkf_cu_blocks(rows * w * n);
+  if (es == 4)
+    pkf_cu_cat_ranks_kernel<<<blocks, 256, 0, s>>>((const float*)gathered, (float*)y, w, rows, n);
+  else
+    pkf_cu_cat_ranks_kernel<<<blocks, 256, 0, s>>>((const uint16_t*)gathered, (uint16_t*)y, w, rows, n);
+  PKF_CU(cudaGetLastError());
+  return 0;
+}
+
 // Grows a device buffer to at least `bytes` (its contents are not kept): the
 // old one is freed first, so a failed allocation leaves it empty ({NULL, 0}).
 // Use as PKF_CU(pkf_cu_reserve(&st->buf, &st->cap, bytes)).

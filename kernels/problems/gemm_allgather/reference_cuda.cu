@@ -9,17 +9,6 @@
 extern "C" int pkf_setup(pkf_context* ctx) { return pkf_gemm_setup(ctx); }
 extern "C" void pkf_teardown(pkf_context* ctx) { pkf_gemm_teardown(ctx); }
 
-// gathered [w][rows][nl] -> y [rows][w*nl], in units of T (2 or 4 bytes).
-template <typename T>
-__global__ void pkf_gemm_ag_permute(const T* gathered, T* y, int w, int64_t rows, int64_t nl) {
-  const int64_t total = rows * w * nl;
-  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < total;
-       i += (int64_t)gridDim.x * blockDim.x) {
-    const int64_t m = i / (w * nl), rest = i % (w * nl), j = rest / nl, c = rest % nl;
-    y[i] = gathered[(j * rows + m) * nl + c];
-  }
-}
-
 extern "C" int pkf_run(pkf_context* ctx, const pkf_tensor* in, int32_t n_in, pkf_tensor* out,
                        int32_t n_out, void* stream) {
   (void)n_in; (void)n_out;
@@ -38,11 +27,5 @@ extern "C" int pkf_run(pkf_context* ctx, const pkf_tensor* in, int32_t n_in, pkf
   int rc = pkf_gemm_rowmajor(st->handle, dt, m, nl, k, in[0].data, k, in[1].data, nl, local, nl, 0.0f);
   if (rc != 0) return rc;
   PKF_NCCL(ncclAllGather(local, gathered, (size_t)(m * nl), pkf_nccl_type(dt), (ncclComm_t)ctx->nccl, s));
-  const int blocks = pkf_cu_blocks(m * w * nl);
-  if (es == 4)
-    pkf_gemm_ag_permute<<<blocks, 256, 0, s>>>((const float*)gathered, (float*)out[0].data, w, m, nl);
-  else
-    pkf_gemm_ag_permute<<<blocks, 256, 0, s>>>((const uint16_t*)gathered, (uint16_t*)out[0].data, w, m, nl);
-  PKF_CU(cudaGetLastError());
-  return 0;
+  return pkf_cu_cat_ranks(gathered, out[0].data, es, w, m, nl, s);
 }

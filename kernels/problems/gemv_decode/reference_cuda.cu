@@ -19,17 +19,6 @@ __global__ void pkf_gemv_bias(const T* bias, T* y, int64_t t_n, int64_t v_n) {
     y[i] = bias[i % v_n];
 }
 
-// gathered [w][T][V] -> y [T][w*V], in units of T.
-template <typename T>
-__global__ void pkf_gemv_permute(const T* gathered, T* y, int w, int64_t t_n, int64_t v_n) {
-  const int64_t total = t_n * w * v_n;
-  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < total;
-       i += (int64_t)gridDim.x * blockDim.x) {
-    const int64_t t = i / (w * v_n), rest = i % (w * v_n), j = rest / v_n, v = rest % v_n;
-    y[i] = gathered[(j * t_n + t) * v_n + v];
-  }
-}
-
 // y [T, V] = bias (broadcast over rows) + hidden [T, H] @ weight [V, H]^T.
 static int pkf_gemv_local(cublasHandle_t h, pkf_dtype dt, const pkf_tensor* in, void* y, cudaStream_t s) {
   const int64_t t_n = in[0].shape[0], hd = in[0].shape[1], v_n = in[1].shape[0];
@@ -69,11 +58,5 @@ extern "C" int pkf_run(pkf_context* ctx, const pkf_tensor* in, int32_t n_in, pkf
   void* gathered = pkf_gemm_buffer(st, 1, (size_t)(w * t_n * v_n * es));
   if (gathered == NULL) return 103;
   PKF_NCCL(ncclAllGather(local, gathered, (size_t)(t_n * v_n), pkf_nccl_type(dt), (ncclComm_t)ctx->nccl, s));
-  const int blocks = pkf_cu_blocks(t_n * w * v_n);
-  if (es == 4)
-    pkf_gemv_permute<<<blocks, 256, 0, s>>>((const float*)gathered, (float*)out[0].data, w, t_n, v_n);
-  else
-    pkf_gemv_permute<<<blocks, 256, 0, s>>>((const uint16_t*)gathered, (uint16_t*)out[0].data, w, t_n, v_n);
-  PKF_CU(cudaGetLastError());
-  return 0;
+  return pkf_cu_cat_ranks(gathered, out[0].data, es, w, t_n, v_n, s);
 }

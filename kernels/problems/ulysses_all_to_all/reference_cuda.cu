@@ -22,17 +22,6 @@ extern "C" void pkf_teardown(pkf_context* ctx) {
   free(st);
 }
 
-// stage [w][rows][n] -> y [rows][w*n], in units of T (2 or 4 bytes).
-template <typename T>
-__global__ void pkf_ulysses_permute(const T* stage, T* y, int w, int64_t rows, int64_t n) {
-  const int64_t total = rows * w * n;
-  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < total;
-       i += (int64_t)gridDim.x * blockDim.x) {
-    const int64_t m = i / (w * n), rest = i % (w * n), j = rest / n, c = rest % n;
-    y[i] = stage[(j * rows + m) * n + c];
-  }
-}
-
 extern "C" int pkf_run(pkf_context* ctx, const pkf_tensor* in, int32_t n_in, pkf_tensor* out,
                        int32_t n_out, void* stream) {
   (void)n_in; (void)n_out;
@@ -56,11 +45,5 @@ extern "C" int pkf_run(pkf_context* ctx, const pkf_tensor* in, int32_t n_in, pkf
     PKF_NCCL(ncclRecv((char*)st->stage + j * chunk * es, chunk, t, j, comm, s));
   }
   PKF_NCCL(ncclGroupEnd());
-  const int blocks = pkf_cu_blocks(rows * w * n);
-  if (es == 4)
-    pkf_ulysses_permute<<<blocks, 256, 0, s>>>((const float*)st->stage, (float*)out[0].data, w, rows, n);
-  else
-    pkf_ulysses_permute<<<blocks, 256, 0, s>>>((const uint16_t*)st->stage, (uint16_t*)out[0].data, w, rows, n);
-  PKF_CU(cudaGetLastError());
-  return 0;
+  return pkf_cu_cat_ranks(st->stage, out[0].data, es, w, rows, n, s);
 }
