@@ -271,9 +271,11 @@ RT(seccomp_foreign_abi, {kWrong})
 RT(invalid_utf8_stderr, {kRuntime})
 // Kernel-side async work (io_uring SQPOLL + one io-wq worker started in
 // pkf_setup; linked timeout -> write of the outputs into the data memfd):
-// nothing completes while the candidate is frozen.
+// nothing completes while the candidate is frozen. Since 9df51a7 io_uring is
+// refused to candidate processes (round 4 irq_storm_uring): the candidate
+// then computes every call itself, OK at the reference's speed.
 RT(io_uring_deferred_write,
-   {Cheat({"timed_output_reverify", "poison_unwritten", "outlived_call"})})
+   {Cheat({"timed_output_reverify", "poison_unwritten", "outlived_call"}), kOk}, "", 10, "", 1.5)
 // A forged kOpBatch reply ahead of the real one: the channel runs one reply
 // ahead for the whole timing phase (caught at teardown, where the op differs).
 RT(reply_one_ahead, {Cheat({"result_channel", "timed_output_reverify", "wallclock_crosscheck"})})
@@ -593,36 +595,31 @@ TEST(RedTeamPending, defer_chunk_cmd) {
 }
 
 // A timer-interrupt storm on the ranks' CPU while the reference is timed:
-// rank 0 arms ~1000-6000 one-shot timerfds (opened in pkf_setup) at the end
-// of the candidate batches that a reference batch follows (the ABBA order
-// is fixed), and is frozen while they fire; each expiry is an interrupt
-// charged to whatever runs on that CPU, i.e. the reference. pkf_run is the
-// naive reference: seen OK at 2.6-3.3x with no check failing or flagged
-// (round 4 finding 1). The fixed judge must not report OK above 1.5x
-// control_naive's speedup (any CHEAT_DETECTED check, or RUNTIME_ERROR if
-// arming timers is refused in a way that fails the candidate, is fine).
-TEST(RedTeamPending, irq_storm_ref) {
-  if (getenv("PKFORGE_REDTEAM_PENDING") == nullptr)
-    GTEST_SKIP() << "round 4 finding 1 (not fixed yet); PKFORGE_REDTEAM_PENDING=1 runs it";
+// rank 0 arms ~1000-6000 one-shot timers (timerfds, or io_uring timeouts)
+// at the end of the candidate batches that a reference batch follows, and is
+// frozen while they fire; each expiry is an interrupt charged to whatever
+// runs on that CPU, i.e. the reference. pkf_run is the naive reference: seen
+// OK at 2-5x with no check failing or flagged (round 4 finding 1). Fixed in
+// 9df51a7: candidate processes cannot create timerfds, POSIX timers, io_uring
+// or AIO contexts (the storm is never armed: OK ~1x since). Not above 1.5x
+// control_naive's speedup (any CHEAT_DETECTED, or a candidate failure when
+// arming is refused, is fine too).
+TEST(RedTeam, irq_storm_ref) {
   const double honest = HonestSpeedup();
   Expect("irq_storm_ref", {kCheatAny, kOk, kRuntime, Accept{Result::SETUP_ERROR, {}}}, "", 10, "",
          1.5 * honest);
 }
 // The same storm armed through io_uring (one ring, IORING_OP_TIMEOUT per
 // expiry, no descriptor per timer): refusing timerfds alone is no defence.
-TEST(RedTeamPending, irq_storm_uring) {
-  if (getenv("PKFORGE_REDTEAM_PENDING") == nullptr)
-    GTEST_SKIP() << "round 4 finding 1 (not fixed yet); PKFORGE_REDTEAM_PENDING=1 runs it";
+TEST(RedTeam, irq_storm_uring) {
   const double honest = HonestSpeedup();
   Expect("irq_storm_uring", {kCheatAny, kOk, kRuntime, Accept{Result::SETUP_ERROR, {}}}, "", 10,
          "", 1.5 * honest);
 }
 // The storm on top of control_flag_epoch's honest barrier-free allreduce
-// (~5x alone): it multiplies an honest speedup. Bounded by 1.5x the honest
-// algorithm's own speedup, measured in the same test.
-TEST(RedTeamPending, irq_storm_epoch) {
-  if (getenv("PKFORGE_REDTEAM_PENDING") == nullptr)
-    GTEST_SKIP() << "round 4 finding 1 (not fixed yet); PKFORGE_REDTEAM_PENDING=1 runs it";
+// (~5x alone; with the storm 11-16x before the fix): bounded by 1.5x the
+// honest algorithm's own speedup, measured in the same test.
+TEST(RedTeam, irq_storm_epoch) {
   Result r;
   Expect("control_flag_epoch", {kOk}, "", 10, "", 0, false, &r);
   const double honest = r.status() == Result::OK ? r.speedup() : 5.0;
@@ -633,9 +630,12 @@ TEST(RedTeamPending, irq_storm_epoch) {
 // The storm aimed at the reference's correctness trials: the judge sizes
 // timed batches from them (B = 2 ms / (fastest trial - o), at least 16) and
 // draws short batches only when B > 16, so batch_consistency silently does
-// not run; the timed batches (16 calls) are then fused whole. Seen: B = 16,
-// no batch_consistency line, OK 2.5x with the naive algorithm per call
-// (round 4 finding 4). The fixed judge runs the check whatever B is.
+// not run; the timed batches (16 calls) are then fused whole. Seen before
+// 9df51a7: B = 16, no batch_consistency line, OK 3.8-4.2x (round 4 finding
+// 4). Since timers are refused the batches stay long and it is a whole-batch
+// fuser: OK 12-19x, batch_progress inconclusive (finding 6). The fixed judge
+// runs the check whatever B is and does not report OK above 1.5x
+// control_naive's speedup.
 TEST(RedTeamPending, shrink_batch_fuse) {
   if (getenv("PKFORGE_REDTEAM_PENDING") == nullptr)
     GTEST_SKIP() << "round 4 finding 4 (not fixed yet); PKFORGE_REDTEAM_PENDING=1 runs it";
@@ -652,12 +652,10 @@ TEST(RedTeamPending, shrink_batch_fuse) {
 // reference freeze that follows the candidate's second batch (a reference
 // freeze has 2 s, then HARNESS_ERROR). Held when run (round 4): the storm
 // leaves the CPU a few percent and a freeze needs ~50 us of it; the storm
-// slowed batches of both sides instead (OK 0.4x). Never HARNESS_ERROR. Heavy
-// (2.4 s of one CPU taken from everything else on the host): skipped unless
-// PKFORGE_REDTEAM_HEAVY=1.
+// slowed batches of both sides instead (OK 0.4x). Never HARNESS_ERROR. Since
+// 9df51a7 io_uring is refused to candidates and no storm is armed (cheap);
+// should that regress, this runs a 2.4 s storm on one CPU.
 TEST(RedTeam, storm_blame_freeze) {
-  if (getenv("PKFORGE_REDTEAM_HEAVY") == nullptr)
-    GTEST_SKIP() << "a 2.4 s interrupt storm on one CPU; PKFORGE_REDTEAM_HEAVY=1 runs it";
   const double honest = HonestSpeedup();
   Expect("storm_blame_freeze", {kTimeout, kRuntime, kCheatAny, kOk}, "", 10, "", 1.5 * honest);
 }
