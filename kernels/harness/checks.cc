@@ -264,11 +264,16 @@ void AntiCheat::BatchProgress(const TimingSamples& s) {
   const std::string d = fmt::format(
       "candidate stopped in the middle of {} secretly chosen batches of {} calls: {}",
       s.progress.size(), s.batch, v.detail);
-  if (v.cheat) {
+  if (Cuda() && (v.cheat || v.flag)) {
+    // Not yet run on a GPU (work queued before the stop runs on; context
+    // switches at a batch's start): flagged only until it has been.
+    out_->AddCheck("batch_progress", false, true,
+                   d + " (cuda: flagged only until the probe is validated on a GPU)");
+  } else if (v.cheat) {
     out_->Cheat("batch_progress",
                 d + ": calls were not done one after the other (deferred to a later call, or "
                     "done ahead by an earlier one)");
-  } else if (v.flag && batch_ratio_flagged_) {
+  } else if (v.flag && batch_ratio_flagged_ && 4 * v.anomalous >= 3 * v.conclusive) {
     // Two independent signals: one probe out of order and short batches
     // costing more per call than the long ones (batch_consistency's flag).
     out_->Cheat("batch_progress",

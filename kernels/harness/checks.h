@@ -69,7 +69,8 @@ class AntiCheat {
   void BatchConsistency(const TimingSamples& s);
   // batch_progress: the progress probes (progress_probe.h); CHEAT_DETECTED
   // on two anomalous probes, or on one when BatchConsistency (run first)
-  // flagged the candidate; flagged on one alone.
+  // flagged the candidate; flagged on one alone. cuda: flagged only (not
+  // yet validated on a GPU).
   void BatchProgress(const TimingSamples& s);
 
  private:

@@ -207,7 +207,7 @@ bool ForbidProcWrites() {
 
 }  // namespace
 
-absl::Status HardenCandidateProcess(bool drop_root, bool forbid_proc_writes) {
+absl::Status HardenCandidateProcess(bool drop_root, bool forbid_proc_writes, bool forbid_timers) {
   // First victim of any out-of-memory kill, and so are its children (the
   // value is inherited): memory a candidate holds in unmapped memfds or
   // shmem counts for no process, so without this the OOM killer picks the
@@ -316,9 +316,10 @@ absl::Status HardenCandidateProcess(bool drop_root, bool forbid_proc_writes) {
   // (red team irq_storm_ref, irq_storm_uring: OK at 2-4x with the naive
   // algorithm). A stopped thread's nanosleep or poll timeout is cancelled by
   // the stop; alarm/setitimer are one timer per process.
-  for (int nr : {SCMP_SYS(timerfd_create), SCMP_SYS(timer_create), SCMP_SYS(io_uring_setup),
-                 SCMP_SYS(io_setup)})
-    rc |= AddRule(ctx, eperm, nr, 0, nullptr);
+  if (forbid_timers)
+    for (int nr : {SCMP_SYS(timerfd_create), SCMP_SYS(timer_create), SCMP_SYS(io_uring_setup),
+                   SCMP_SYS(io_setup)})
+      rc |= AddRule(ctx, eperm, nr, 0, nullptr);
   if (rc != 0) {
     seccomp_release(ctx);
     return absl::InternalError(fmt::format("building the candidate seccomp filter: {}", rc));
@@ -355,11 +356,17 @@ std::vector<int> CandidateProcesses::List() const {
 absl::Status CandidateProcesses::Freeze(int64_t deadline_ns) {
   std::set<int> signalled, seen_stopped;
   continued_.clear();
+  // The ranks at once, before the tree is listed (reading /proc takes tens
+  // of microseconds: a progress probe stops the candidate at a chosen
+  // moment). Ranks are the judge's children, not reaped before the end, so
+  // their pids cannot have been reused.
+  stop_sent_at_ns_ = MonotonicNs();
+  for (int r : ranks_)
+    if (signalled.insert(r).second) kill(r, SIGSTOP);
   for (int round = 0;; ++round) {
     const std::vector<int> pids = List();
     bool all = true;
     for (int pid : pids) {
-      if (round == 0 && signalled.empty()) stop_sent_at_ns_ = MonotonicNs();
       if (signalled.insert(pid).second) kill(pid, SIGSTOP);
       if (AllThreadsStopped(pid)) {
         seen_stopped.insert(pid);

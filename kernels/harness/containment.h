@@ -59,7 +59,12 @@ absl::Status MakeNonDumpable();
 // cannot (cudaErrorOperatingSystem, seen on the H200); a rule for task/
 // would also open task/<tid>/oom_score_adj. There the executor's memory
 // cgroup is the defence (docs/threat-model.md).
-absl::Status HardenCandidateProcess(bool drop_root = false, bool forbid_proc_writes = true);
+// forbid_timers: no timerfd, POSIX timer, io_uring or AIO context (kernel
+// timers that fire while the candidate is stopped, on the reference's CPU).
+// Off for cuda ranks until verified on a GPU that libcuda and NCCL create
+// none of them (docs/threat-model.md row 25).
+absl::Status HardenCandidateProcess(bool drop_root = false, bool forbid_proc_writes = true,
+                                    bool forbid_timers = true);
 
 class CandidateProcesses {
  public:

@@ -52,6 +52,13 @@ constexpr int kShortBatches = 2;
 // secret 30-70% of the candidate's fastest batch so far.
 constexpr int kProgressProbes = 3;
 constexpr int kProbeAfter = 3;
+constexpr int kExtraProbes = 6;
+
+int ConclusiveProbes(const std::vector<ProgressSample>& v) {
+  int n = 0;
+  for (const ProgressSample& s : v) n += ClassifyProgress(s) != ProgressFinding::kInconclusive;
+  return n;
+}
 
 // Wall time one timed batch aims at: long against the judge's own round
 // trip (tens of us), short against the evaluation budget.
@@ -171,7 +178,7 @@ class Judge {
   bool TimedPair(const Cmd& batch, int index, bool ref_first, v1::Phase phase, BatchWalls* w,
                  int64_t pause_ns = 0, double span_ns = 0);
   bool ProgressProbe(const Cmd& batch, v1::Phase phase, int64_t pause_ns, double span_ns,
-                     const std::vector<int64_t>& wait0, std::vector<Reply>* replies);
+                     std::vector<Reply>* replies);
   void RecordDeviceState(const std::string& versions);
   bool Cuda() const { return o_.backend == "cuda"; }
 
@@ -447,7 +454,19 @@ bool Judge::Timing() {
   }
   uint32_t next = 0;
   std::vector<double> ref_walls, cand_walls, cand_waits, cand_spans;  // us per timed batch
-  for (int j = -warm; j < total; ++j) {
+  // Probes that end inconclusive (the stop fell before the candidate woke
+  // or after its batch ended: likely on batches of a few hundred us) are
+  // made up for by extra probed batches after the timed ones, up to
+  // kExtraProbes, until kProgressProbes of them are conclusive.
+  int extra = 0;
+  for (int j = -warm;; ++j) {
+    if (j >= total) {
+      if (extra >= kExtraProbes || cand_spans.empty() ||
+          ConclusiveProbes(samples_.progress) >= kProgressProbes)
+        break;
+      probes.insert(j);
+      ++extra;
+    }
     const bool timed = j >= 0;
     const bool is_short = shorts.count(j) > 0;
     const bool is_probe = probes.count(j) > 0 && !cand_spans.empty();
@@ -590,9 +609,10 @@ bool Judge::PoisonAtStart(const Cmd& batch, int j, v1::Phase ph) {
 // frozen the reference ranks count the calls already done (kOpProgress;
 // the reference ran the batch first), against the share of its fastest
 // batch (span_ns, command to last reply) that passed until the stop was
-// sent, less the time its threads waited for a CPU.
+// sent (the judge's clock: the run-queue waits of the candidate's threads
+// are not subtracted, a thread that stays runnable would inflate them).
 bool Judge::ProgressProbe(const Cmd& batch, v1::Phase ph, int64_t pause_ns, double span_ns,
-                          const std::vector<int64_t>& wait0, std::vector<Reply>* r) {
+                          std::vector<Reply>* r) {
   auto probe = [&](int64_t frozen_after_ns, bool pending) {
     Cmd pc = batch;
     pc.op = kOpProgress;
@@ -600,9 +620,8 @@ bool Judge::ProgressProbe(const Cmd& batch, v1::Phase ph, int64_t pause_ns, doub
     if (!pool_.RoundCmd(pool_.refs(), pc, ph, &pr)) return false;
     uint64_t done = batch.count;
     for (const Reply& x : pr) done = std::min<uint64_t>(done, x.value);
-    const double waited = static_cast<double>(MaxGrowth(wait0, RunDelays(pool_.cands())));
     ProgressSample s;
-    s.elapsed = std::max(0.0, frozen_after_ns - waited) / std::max(span_ns, 1.0);
+    s.elapsed = std::max<double>(0.0, frozen_after_ns) / std::max(span_ns, 1.0);
     s.done = static_cast<double>(done) / std::max<uint32_t>(batch.count, 1);
     s.replies_pending = pending;
     samples_.progress.push_back(s);
@@ -636,7 +655,7 @@ bool Judge::TimedPair(const Cmd& batch, int j, bool ref_first, v1::Phase ph, Bat
       const std::vector<int64_t> wait0 = RunDelays(pool_.cands());
       const int64_t judge_wait0 = ProcessRunDelayNs(getpid());
       if (pause_ns > 0) {
-        if (!ProgressProbe(batch, ph, pause_ns, span_ns, wait0, &r)) return false;
+        if (!ProgressProbe(batch, ph, pause_ns, span_ns, &r)) return false;
       } else if (!pool_.CandRound(batch, ph, &r, &wall)) {
         return false;
       }

@@ -41,8 +41,14 @@ ProgressVerdict JudgeProgress(const std::vector<ProgressSample>& samples) {
     v.detail += fmt::format("{:.0f}% of the batch's time: {:.0f}% of the calls done ({})",
                             100 * s.elapsed, 100 * s.done, ProgressFindingName(f));
   }
-  v.cheat = bad >= 2;
-  v.flag = bad == 1;
+  // Anomalies must also be most of the conclusive probes: load from other
+  // processes can slow an honest candidate on one probe, not on nearly all.
+  int conclusive = 0;
+  for (const ProgressSample& s : samples) conclusive += ClassifyProgress(s) != ProgressFinding::kInconclusive;
+  v.anomalous = bad;
+  v.conclusive = conclusive;
+  v.cheat = bad >= 2 && 4 * bad >= 3 * conclusive;
+  v.flag = bad >= 1 && !v.cheat;
   return v;
 }
 

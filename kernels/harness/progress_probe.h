@@ -11,8 +11,10 @@
 // (into private memory, copying results out call by call), has done almost
 // none ("behind"); one that wrote every call's outputs in its first call has
 // done all of them long before its batch could have ended ("ahead"). Noise
-// only delays an honest candidate, so `elapsed` is measured on the judge's
-// clock less the time the candidate's threads waited for a CPU.
+// only delays an honest candidate; `elapsed` is the judge's clock, with
+// nothing subtracted (a thread of the candidate that stays runnable would
+// otherwise make every probe look early), and a verdict needs most of the
+// conclusive probes to agree.
 //
 // Known limit (docs/threat-model.md): amortization over chunks of a few
 // calls keeps `done` within a chunk of `elapsed` and is not seen.
@@ -40,8 +42,10 @@ enum class ProgressFinding { kConsistent, kBehind, kAhead, kInconclusive };
 ProgressFinding ClassifyProgress(const ProgressSample& s);
 
 struct ProgressVerdict {
-  bool cheat = false;  // at least two probes behind or ahead
-  bool flag = false;   // exactly one
+  bool cheat = false;  // at least two probes behind or ahead, and 3/4 of the conclusive ones
+  bool flag = false;   // some anomalous probe, not enough for cheat
+  int anomalous = 0;   // probes behind or ahead
+  int conclusive = 0;  // probes not inconclusive
   std::string detail;  // every probe, for the check's detail
 };
 

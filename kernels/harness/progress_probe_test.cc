@@ -43,7 +43,16 @@ TEST(ProgressProbe, TwoAnomaliesConvictOneFlags) {
   const ProgressVerdict once = JudgeProgress({{0.4, 0.0, true}, {0.6, 0.5, true}, {0.5, 0.4, true}});
   EXPECT_FALSE(once.cheat);
   EXPECT_TRUE(once.flag);
-  const ProgressVerdict twice = JudgeProgress({{0.4, 0.0, true}, {0.3, 1.0, true}, {0.5, 0.4, true}});
+  // Two of three conclusive probes anomalous: under 3/4, only a flag (an
+  // honest candidate slowed by other load on some probes).
+  const ProgressVerdict two_of_three =
+      JudgeProgress({{0.4, 0.0, true}, {0.3, 1.0, true}, {0.5, 0.4, true}});
+  EXPECT_FALSE(two_of_three.cheat);
+  EXPECT_TRUE(two_of_three.flag);
+  EXPECT_EQ(two_of_three.anomalous, 2);
+  EXPECT_EQ(two_of_three.conclusive, 3);
+  const ProgressVerdict twice =
+      JudgeProgress({{0.4, 0.0, true}, {0.3, 1.0, true}, {0.1, 0.0, true}, {0.5, 0.0, false}});
   EXPECT_TRUE(twice.cheat);
   EXPECT_NE(twice.detail.find("(behind)"), std::string::npos);
   EXPECT_NE(twice.detail.find("(ahead)"), std::string::npos);
