@@ -31,6 +31,7 @@
 
 #include "absl/status/statusor.h"
 #include "agent/cancel.h"
+#include "agent/trajectory_sink.h"
 #include "pkforge/v1/executor.pb.h"
 
 namespace pkforge::agent {
@@ -50,5 +51,16 @@ class Evaluator {
                                                      const ProgressCallback& progress,
                                                      const CancelToken& cancel) = 0;
 };
+
+// Writes what Evaluate() returned into the trajectory entry of that
+// evaluation: on success the result, the executor, its queue time and the
+// compile and run times of the result's stages; otherwise the error, its
+// message passed through RedactSecrets(), and -- when `cancel` has fired --
+// the token's own status (cancel reason or deadline) in place of whatever the
+// evaluator made of it. The result is moved out of `outcome` (its ok() is
+// unchanged); the entry's other fields are left as they are. One
+// copy for the agents (JobContext) and the orchestrator's final measurement.
+void FillFromOutcome(absl::StatusOr<EvaluationOutcome>& outcome, const CancelToken& cancel,
+                     EvaluationEntry& entry);
 
 }  // namespace pkforge::agent

@@ -238,18 +238,7 @@ absl::StatusOr<Evaluated> JobContext::Evaluate(const std::string& turn_id,
   e.candidate_sha256 = out.sha256;
   e.started_wall_us = started.wall_us;
   e.started_elapsed_ms = started.elapsed_ms;
-  if (outcome.ok()) {
-    e.result = std::move(outcome->result);
-    e.executor = outcome->executor;
-    e.queue_ms = outcome->queue_ms;
-    e.compile_ms = e.result.stages().compile_ms();
-    e.run_ms = e.result.stages().run_ms();
-  } else {
-    // A job that stops while evaluating reports why (cancel reason or wall
-    // budget), whatever the evaluator made of it.
-    e.error = token_->IsCancelled() ? token_->status() : outcome.status();
-    e.error = absl::Status(e.error.code(), AsAbsl(RedactSecrets(AsStd(e.error.message()))));
-  }
+  FillFromOutcome(outcome, *token_, e);
   const Stamp done = Now();
   e.wall_us = done.wall_us;
   e.elapsed_ms = done.elapsed_ms;

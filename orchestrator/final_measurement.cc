@@ -57,16 +57,7 @@ absl::Status MeasureFinal(const FinalMeasurementEnv& env) {
   e.trials = req.trials();
   e.comparable = true;
   e.final_measurement = true;
-  if (outcome.ok()) {
-    e.result = std::move(outcome->result);
-    e.executor = outcome->executor;
-    e.queue_ms = outcome->queue_ms;
-    e.compile_ms = e.result.stages().compile_ms();
-    e.run_ms = e.result.stages().run_ms();
-  } else {
-    e.error = token.IsCancelled() ? token.status() : outcome.status();
-    e.error = absl::Status(e.error.code(), AsAbsl(RedactSecrets(AsStd(e.error.message()))));
-  }
+  agent::FillFromOutcome(outcome, token, e);
   e.wall_us = env.clock->NowWallMicros();
   e.elapsed_ms = env.elapsed_ms();
   return env.sink->OnEvaluationFinished(e);
