@@ -2,6 +2,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -16,6 +17,11 @@ absl::StatusOr<std::string> ReadFileToString(const std::string& path) {
   ss << in.rdbuf();
   if (in.bad()) return absl::NotFoundError(absl::StrCat("cannot read ", path, ": read failed"));
   return ss.str();
+}
+
+RemoveTreeOnExit::~RemoveTreeOnExit() {
+  std::error_code ec;
+  std::filesystem::remove_all(dir_, ec);
 }
 
 }  // namespace pkforge

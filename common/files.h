@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string>
+#include <utility>
 
 #include "absl/status/statusor.h"
 
@@ -12,5 +13,20 @@ namespace pkforge {
 // The whole file as bytes. NOT_FOUND (naming the path and the system's
 // reason) when it cannot be opened or read.
 absl::StatusOr<std::string> ReadFileToString(const std::string& path);
+
+// Removes a folder and everything below it when it goes out of scope, errors
+// ignored (a scratch folder whose run is over). std::filesystem::remove_all
+// never follows symlinks, so a link left inside by a sandboxed process cannot
+// lead the removal out of the folder.
+class RemoveTreeOnExit {
+ public:
+  explicit RemoveTreeOnExit(std::string dir) : dir_(std::move(dir)) {}
+  ~RemoveTreeOnExit();
+  RemoveTreeOnExit(const RemoveTreeOnExit&) = delete;
+  RemoveTreeOnExit& operator=(const RemoveTreeOnExit&) = delete;
+
+ private:
+  std::string dir_;
+};
 
 }  // namespace pkforge

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <string>
 
@@ -21,6 +22,24 @@ TEST(ReadFileToString, WholeFileBytesOrAnErrorNamingThePath) {
   ASSERT_FALSE(missing.ok());
   EXPECT_EQ(missing.status().code(), absl::StatusCode::kNotFound);
   EXPECT_NE(missing.status().message().find(path), std::string::npos);
+}
+
+TEST(RemoveTreeOnExit, RemovesTheTreeButNotWhatALinkInsidePointsAt) {
+  namespace fs = std::filesystem;
+  const fs::path root = fs::path(testing::TempDir()) / "pkf_remove_tree_test";
+  fs::remove_all(root);
+  const fs::path outside = root / "outside";
+  const fs::path scratch = root / "scratch";
+  fs::create_directories(outside);
+  fs::create_directories(scratch / "a" / "b");
+  std::ofstream(scratch / "a" / "b" / "f") << "x";
+  std::ofstream(outside / "keep") << "y";
+  fs::create_directory_symlink(outside, scratch / "link");
+  { const RemoveTreeOnExit cleanup(scratch.string()); }
+  EXPECT_FALSE(fs::exists(scratch));
+  EXPECT_TRUE(fs::exists(outside / "keep"));
+  { const RemoveTreeOnExit missing((root / "never-made").string()); }  // no throw, no error
+  fs::remove_all(root);
 }
 
 }  // namespace

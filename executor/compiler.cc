@@ -17,6 +17,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/time/time.h"
+#include "common/files.h"
 #include "common/sha256.h"
 #include "common/status.h"
 #include "executor/compile_flags.h"
@@ -315,14 +316,8 @@ absl::StatusOr<Compiler::Produced> Compiler::RunCompiler(const CompileRequest& r
   const bool cuda = request.backend == v1::BACKEND_CUDA;
   const std::string& compiler = cuda ? config_.nvcc : config_.cxx;
   ASSIGN_OR_RETURN(std::string scratch, MakeScratch());
-  struct Cleanup {
-    std::string dir;
-    // remove_all never follows symlinks, and the sandbox is gone by now.
-    ~Cleanup() {
-      std::error_code ec;
-      fs::remove_all(dir, ec);
-    }
-  } cleanup{scratch};
+  // The sandbox is gone by the time this runs.
+  const RemoveTreeOnExit cleanup(scratch);
   RETURN_IF_ERROR(
       WriteFileAtomic(scratch, cuda ? "candidate.cu" : "candidate.cc", request.source, 0644));
 

@@ -20,6 +20,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "common/clock.h"
+#include "common/files.h"
 #include "common/sha256.h"
 #include "common/status.h"
 #include "executor/gpu_health.h"
@@ -498,13 +499,7 @@ absl::StatusOr<Result> Pipeline::Run(const v1::EvaluateRequest& r, const std::st
   };
   ASSIGN_OR_RETURN(std::string scratch,
                    MakeScratchDir(scratch_root_, evaluation_id));
-  struct Cleanup {
-    std::string dir;
-    ~Cleanup() {
-      std::error_code ec;
-      fs::remove_all(dir, ec);
-    }
-  } cleanup{scratch};
+  const RemoveTreeOnExit cleanup(scratch);
 
   // 1. Compile (at most compile_workers at once, before any device is held).
   // The compiling message goes out once the compiler knows whether this is a
