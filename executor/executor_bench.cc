@@ -42,6 +42,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "common/net.h"
+#include "common/stats.h"
 #include "executor/server.h"
 #include "executor/testing_candidates.h"
 #include "nlohmann/json.hpp"
@@ -224,17 +225,6 @@ class Bench {
   std::string target_, token_;
   std::shared_ptr<grpc::ChannelCredentials> creds_;
 };
-
-// Linear interpolation between closest ranks (numpy's default), so p90 of a
-// small sample is not just its maximum.
-double Quantile(std::vector<double> v, double q) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const double pos = q * (v.size() - 1);
-  const size_t lo = static_cast<size_t>(pos);
-  const size_t hi = std::min(lo + 1, v.size() - 1);
-  return v[lo] + (v[hi] - v[lo]) * (pos - lo);
-}
 
 double Mean(const std::vector<double>& v) {
   if (v.empty()) return 0;

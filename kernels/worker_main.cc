@@ -11,6 +11,7 @@
 
 #include "CLI/CLI.hpp"
 #include "fmt/format.h"
+#include "common/stats.h"
 #include "common/version.h"
 #include "google/protobuf/util/json_util.h"
 #include "kernels/harness/result_frame.h"
@@ -60,14 +61,7 @@ struct BenchOptions {
   bool positions = false;
 };
 
-double Quantile(std::vector<double> v, double q) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const double pos = q * (v.size() - 1);
-  const size_t lo = static_cast<size_t>(pos);
-  const size_t hi = std::min(lo + 1, v.size() - 1);
-  return v[lo] + (pos - lo) * (v[hi] - v[lo]);
-}
+using pkforge::Quantile;
 
 // The harness benchmark (issue 4): per problem, `repeats` full evaluations
 // (default protocol: 5 trials, warm-up, 30 timed iterations) of the

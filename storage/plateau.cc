@@ -6,6 +6,7 @@
 #include <set>
 #include <utility>
 
+#include "common/stats.h"
 #include "common/status.h"
 #include "fmt/format.h"
 
@@ -230,11 +231,7 @@ std::optional<double> PlateauOnset(const BestSoFarCurve& curve, const OnsetOptio
 
 std::optional<double> Quantile(std::vector<double> values, double q) {
   if (values.empty()) return std::nullopt;
-  std::sort(values.begin(), values.end());
-  const double h = static_cast<double>(values.size() - 1) * std::clamp(q, 0.0, 1.0);
-  const size_t lo = static_cast<size_t>(std::floor(h));
-  const size_t hi = std::min(lo + 1, values.size() - 1);
-  return values[lo] + (h - static_cast<double>(lo)) * (values[hi] - values[lo]);
+  return pkforge::Quantile(std::move(values), q);
 }
 
 std::vector<FastPCurve> ComputeFastP(const std::vector<BestSoFarCurve>& curves,
