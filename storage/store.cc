@@ -289,6 +289,18 @@ absl::StatusOr<JobRecord> ReadJobRow(const Statement& st) {
   return j;
 }
 
+// Every row a prepared SELECT of kJobColumns returns, in its order.
+absl::StatusOr<std::vector<JobRecord>> ReadJobRows(Statement& st) {
+  std::vector<JobRecord> out;
+  while (true) {
+    ASSIGN_OR_RETURN(bool row, st.Step());
+    if (!row) break;
+    ASSIGN_OR_RETURN(JobRecord j, ReadJobRow(st));
+    out.push_back(std::move(j));
+  }
+  return out;
+}
+
 constexpr char kEvaluationColumns[] =
     "id, job_id, turn_id, candidate_sha256, status, correct, speedup, candidate_median_us, "
     "reference_median_us, roofline_fraction, result_json, executor, queue_ms, compile_ms, "
@@ -983,14 +995,7 @@ absl::StatusOr<std::vector<JobRecord>> SqliteTrajectoryStore::ListJobs(const Job
   ASSIGN_OR_RETURN(Statement st, (*conn).Prepare(sql));
   for (size_t i = 0; i < values.size(); ++i) st.Bind(static_cast<int>(i + 1), values[i]);
   st.Bind(static_cast<int>(values.size() + 1), filter.limit);
-  std::vector<JobRecord> out;
-  while (true) {
-    ASSIGN_OR_RETURN(bool row, st.Step());
-    if (!row) break;
-    ASSIGN_OR_RETURN(JobRecord j, ReadJobRow(st));
-    out.push_back(std::move(j));
-  }
-  return out;
+  return ReadJobRows(st);
 }
 
 absl::StatusOr<std::vector<JobRecord>> SqliteTrajectoryStore::ListUnfinishedJobs() {
@@ -999,14 +1004,7 @@ absl::StatusOr<std::vector<JobRecord>> SqliteTrajectoryStore::ListUnfinishedJobs
                    (*conn).Prepare(fmt::format("SELECT {} FROM jobs WHERE state IN ('queued', "
                                                "'running') ORDER BY id",
                                                kJobColumns)));
-  std::vector<JobRecord> out;
-  while (true) {
-    ASSIGN_OR_RETURN(bool row, st.Step());
-    if (!row) break;
-    ASSIGN_OR_RETURN(JobRecord j, ReadJobRow(st));
-    out.push_back(std::move(j));
-  }
-  return out;
+  return ReadJobRows(st);
 }
 
 // --------------------------------------------------------------- trajectory
