@@ -519,9 +519,8 @@ TEST(RedTeamPending, control_helper_process) {
 // batch exists before the batch, and the judge sees outputs only before the
 // batch and after it. Fused: the first call computes every call of the batch
 // with one synchronization; deferred: every call but the last returns with
-// its outputs unwritten. The fixed judge must not report OK at a speedup
-// above the honest one (control_naive, run in the same test: 1.5x margin).
-// Pending (PKFORGE_REDTEAM_PENDING=1) until the judge is fixed.
+// its outputs unwritten. Attacks still pending use HonestSpeedup: the fixed
+// judge must not report OK above 1.5x control_naive's speedup (same test).
 double HonestSpeedup() {
   Result r;
   Expect("control_naive", {kOk}, "", 10, "", 0, false, &r);
@@ -530,13 +529,11 @@ double HonestSpeedup() {
 const std::set<std::string> kBatchChecks = {"poison_at_start", "timed_output_reverify",
                                             "poison_unwritten", "outlived_call",
                                             "batch_consistency"};
-TEST(RedTeamPending, batch_lookahead_fuse) {
-  if (getenv("PKFORGE_REDTEAM_PENDING") == nullptr)
-    GTEST_SKIP() << "round 3 finding 1 (not fixed yet); PKFORGE_REDTEAM_PENDING=1 runs it";
-  const double honest = HonestSpeedup();
-  Expect("batch_lookahead_fuse", {Accept{Result::CHEAT_DETECTED, kBatchChecks}, kWrong, kOk}, "",
-         10, "", 1.5 * honest);
-}
+// Caught since 93d7640 by batch_progress (3 of 3 probes "behind": 0% of the
+// calls done at 40-85% of the batch's time; round 5, 3/3 runs each, OK 9-14x
+// before). batch_consistency may fire first (it only flags on the host).
+const Accept kProgressCheat = Cheat({"batch_progress", "batch_consistency"});
+RT(batch_lookahead_fuse, {kProgressCheat})
 // The honest barrier-free allreduce must not be flagged by batch_consistency
 // (round 3 finding 7: 6.7x batched vs 1.0x in single calls, flagged like the
 // attacks): its single calls are all fixed wake-up cost.
@@ -549,13 +546,7 @@ TEST(RedTeamPending, control_flag_epoch_not_flagged) {
     EXPECT_FALSE(c.check() == "batch_consistency" && !c.passed())
         << "an honest candidate was flagged: " << c.detail();
 }
-TEST(RedTeamPending, batch_defer_to_last) {
-  if (getenv("PKFORGE_REDTEAM_PENDING") == nullptr)
-    GTEST_SKIP() << "round 3 finding 2 (not fixed yet); PKFORGE_REDTEAM_PENDING=1 runs it";
-  const double honest = HonestSpeedup();
-  Expect("batch_defer_to_last", {Accept{Result::CHEAT_DETECTED, kBatchChecks}, kWrong, kOk}, "",
-         10, "", 1.5 * honest);
-}
+RT(batch_defer_to_last, {kProgressCheat})
 
 // ---- round 4 (helper-redteam4, session 2026-12-04 21:05) -------------------------------------
 // helper-notes/redteam-findings.md "ROUND 4" has the measurements.
@@ -572,11 +563,15 @@ RT(control_private_scratch, {kOk})
 // from the harness's own Cmd on the rank's stack. Host: batch_consistency is
 // flag-only, so even a flagged one is OK. Seen OK at 4-11x (control_naive
 // ~1x). The fixed judge must not report OK above 1.5x control_naive's speedup
-// (measured in the same test). Pending (PKFORGE_REDTEAM_PENDING=1) until the
-// judge is fixed: round 4 findings 2-3.
+// (measured in the same test). A known limit of the judge (docs/threat-model.md
+// row 23 and its residual risks: chunked amortization keeps every probe of
+// batch_progress consistent, OK 4-14x at 93d7640, round 5): skipped unless
+// PKFORGE_REDTEAM_PENDING=1 (they fail then).
 void ExpectNotAboveHonest(const std::string& name, const char* finding) {
   if (getenv("PKFORGE_REDTEAM_PENDING") == nullptr)
-    GTEST_SKIP() << finding << " (not fixed yet); PKFORGE_REDTEAM_PENDING=1 runs it";
+    GTEST_SKIP() << finding
+                 << ": known limit, not fixed (threat model row 23 residual risk: chunked "
+                    "amortization passes batch_progress); PKFORGE_REDTEAM_PENDING=1 runs it";
   const double honest = HonestSpeedup();
   Expect(name, {Accept{Result::CHEAT_DETECTED, kBatchChecks}, kWrong, kOk}, "", 10, "",
          1.5 * honest);
@@ -629,24 +624,32 @@ TEST(RedTeam, irq_storm_epoch) {
 
 // The storm aimed at the reference's correctness trials: the judge sizes
 // timed batches from them (B = 2 ms / (fastest trial - o), at least 16) and
-// draws short batches only when B > 16, so batch_consistency silently does
-// not run; the timed batches (16 calls) are then fused whole. Seen before
+// draws short batches only when B > 16, so batch_consistency silently did
+// not run; the timed batches (16 calls) were then fused whole. Seen before
 // 9df51a7: B = 16, no batch_consistency line, OK 3.8-4.2x (round 4 finding
 // 4). Since timers are refused the batches stay long and it is a whole-batch
-// fuser: OK 12-19x, batch_progress inconclusive (finding 6). The fixed judge
-// runs the check whatever B is and does not report OK above 1.5x
-// control_naive's speedup.
-TEST(RedTeamPending, shrink_batch_fuse) {
-  if (getenv("PKFORGE_REDTEAM_PENDING") == nullptr)
-    GTEST_SKIP() << "round 4 finding 4 (not fixed yet); PKFORGE_REDTEAM_PENDING=1 runs it";
-  const double honest = HonestSpeedup();
-  Result r;
-  Expect("shrink_batch_fuse", {Accept{Result::CHEAT_DETECTED, kBatchChecks}, kCheatAny, kWrong, kOk},
-         "", 10, "", 1.5 * honest, false, &r);
-  bool ran = false;
-  for (const auto& c : r.cheat_checks()) ran = ran || c.check() == "batch_consistency";
-  EXPECT_TRUE(ran || r.status() != Result::OK) << "batch_consistency did not run at all";
-}
+// fuser (OK 12-19x at 9df51a7), caught since 93d7640 by batch_progress (round
+// 5: 3/3 runs, every probe "behind").
+RT(shrink_batch_fuse, {kProgressCheat})
+
+// ---- round 5 (helper-redteam5): attacks on batch_progress itself, source-aware -----------------
+// helper-notes/redteam-findings.md "ROUND 5". Each fuses batches (one
+// exchange for many calls) where it hopes no probe looks; all three are
+// caught at 93d7640 (3/3 runs each): a probe's elapsed is a share of the
+// candidate's FASTEST earlier long batch, and a fused batch is mostly the
+// fixed wake-up (~200 us), so once one batch was fused every later probe -
+// even on an honest batch - lands where nothing can be done yet.
+// Window dodge: fused on every batch a probe cannot land on (warm-up, j < 5,
+// short ones), the honest per-call algorithm (control_flag_epoch's) on the
+// rest; the median would be a fused batch's.
+RT(probe_window_dodge, {kProgressCheat})
+// Two chunks: the first 18% of the calls with one exchange, the rest with a
+// second one, in place: >= 17.5% done wherever a probe lands after the first
+// chunk ends.
+RT(probe_two_chunk, {kProgressCheat})
+// Fused until a probe shows itself (two SIGCONTs between batch starts), then
+// honest on long batches: one anomalous probe is below the two-probe rule.
+RT(probe_adapt_after_stop, {kProgressCheat})
 
 // Blame through the kernel: a 2.4 s io_uring interrupt storm aimed at the
 // reference freeze that follows the candidate's second batch (a reference
