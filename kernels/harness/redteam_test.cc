@@ -71,6 +71,20 @@ std::string NewDir(const std::string& name) {
   return std::string(d);
 }
 
+// The problem and size every launch uses (the battery is allreduce, tiny;
+// a test that needs another sets them with ProblemScope).
+std::string g_problem = "allreduce", g_size = "tiny";
+struct ProblemScope {
+  ProblemScope(const char* problem, const char* size) {
+    g_problem = problem;
+    g_size = size;
+  }
+  ~ProblemScope() {
+    g_problem = "allreduce";
+    g_size = "tiny";
+  }
+};
+
 // Runs one candidate and asserts its verdict.
 // `cgroup_procs`: a cgroup.procs file the launch joins first ("" = none).
 // `max_speedup` > 0: an OK verdict (where an attack may get one because it
@@ -92,9 +106,9 @@ void Expect(const std::string& name, std::vector<Accept> accept, const std::stri
   setenv("PKF_REDTEAM_DSN", "postgres://pkforge:redteam-planted-dsn@db:5432/pkforge", 1);
   setenv("NV_REDTEAM_API_KEY", "redteam-planted-nv-key", 1);
   std::string cmd = fmt::format(
-      "timeout -k 5 {} {} launch --problem allreduce --backend host --world-size 3 --dtype f32 "
-      "--size tiny --trials 2 --warmup 1 --iters 6 --timeout {} --json {} {}/redteam_{}.so",
-      timeout_s * 4 + 30, PKF_WORKER, timeout_s, extra, PKF_CANDIDATES, name);
+      "timeout -k 5 {} {} launch --problem {} --backend host --world-size 3 --dtype f32 "
+      "--size {} --trials 2 --warmup 1 --iters 6 --timeout {} --json {} {}/redteam_{}.so",
+      timeout_s * 4 + 30, PKF_WORKER, g_problem, g_size, timeout_s, extra, PKF_CANDIDATES, name);
   if (!cgroup_procs.empty())
     cmd = fmt::format("sh -c 'echo $$ > {} && exec {}{}'", cgroup_procs,
                       as_nobody ? "setpriv --reuid=65534 --regid=65534 --clear-groups " : "", cmd);
@@ -643,10 +657,26 @@ RT(shrink_batch_fuse, {kProgressCheat})
 // short ones), the honest per-call algorithm (control_flag_epoch's) on the
 // rest; the median would be a fused batch's.
 RT(probe_window_dodge, {kProgressCheat})
-// Two chunks: the first 18% of the calls with one exchange, the rest with a
-// second one, in place: >= 17.5% done wherever a probe lands after the first
-// chunk ends.
-RT(probe_two_chunk, {kProgressCheat})
+// Two chunks: the first 26% of the calls with one exchange, the rest with a
+// second one, in place: >= 25% done wherever a probe lands after the first
+// chunk ends, and one consistent probe of three keeps two "behind" below the
+// 3/4 rule (flag only). OK in 5 of 8 runs at 10.6-21.6x at 93d7640 (18%: 1 of
+// 10). The fixed judge convicts it (e.g. several stops per probed batch).
+TEST(RedTeamPending, probe_two_chunk) {
+  if (getenv("PKFORGE_REDTEAM_PENDING") == nullptr)
+    GTEST_SKIP() << "round 5 finding 3 (not fixed: passes batch_progress in about half the runs, "
+                    "one consistent probe keeps two anomalous ones below 3/4 of the conclusive "
+                    "ones); PKFORGE_REDTEAM_PENDING=1 runs it";
+  Expect("probe_two_chunk", {kProgressCheat});
+}
+// False-positive probe: an honest gemm_allreduce 12-22x faster than the host
+// reference (each rank computes only its own product, vectorized, then sums
+// the partials). Its probes must stay consistent: B >= 16 calls keep its
+// batches at milliseconds, far above the ranks' wake-up.
+TEST(RedTeam, control_fast_gemm) {
+  ProblemScope scope("gemm_allreduce", "M=64,N=64,K=64");
+  Expect("control_fast_gemm", {kOk});
+}
 // Fused until a probe shows itself (two SIGCONTs between batch starts), then
 // honest on long batches: one anomalous probe is below the two-probe rule.
 RT(probe_adapt_after_stop, {kProgressCheat})

