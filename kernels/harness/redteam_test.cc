@@ -660,7 +660,7 @@ RT(probe_window_dodge, {kProgressCheat})
 // Two chunks: the first 26% of the calls with one exchange, the rest with a
 // second one, in place: >= 25% done wherever a probe lands after the first
 // chunk ends, and one consistent probe of three keeps two "behind" below the
-// 3/4 rule (flag only). OK in 5 of 8 runs at 10.6-21.6x at 93d7640 (18%: 1 of
+// 3/4 rule (flag only). OK in 8 of 12 runs at 8.4-21.6x at 93d7640 (18%: 1 of
 // 10). The fixed judge convicts it (e.g. several stops per probed batch).
 TEST(RedTeamPending, probe_two_chunk) {
   if (getenv("PKFORGE_REDTEAM_PENDING") == nullptr)

@@ -18,7 +18,7 @@
 // RedTeamPending.probe_two_chunk.
 // Measured at 93d7640 (round 5): with a first chunk of 18%, CHEAT_DETECTED
 // 9 of 10 runs (OK 9.1x once; a probe at ~100% read 19% < 25%: behind); with
-// 26% (this file) OK in 5 of 8 runs at 10.6-21.6x (honest best ~5.5x), e.g.
+// 26% (this file) OK in 8 of 12 runs at 8.4-21.6x (honest best ~5.5x), e.g.
 // probes 86%/27%, 83%/27%, 85%/27% all consistent, or 77%/27% consistent +
 // 45%/0%, 55%/0% behind = flag only.
 #include "kernels/testdata/redteam/probe_dodge.h"
