@@ -105,10 +105,11 @@ int Bench(const BenchOptions& b) {
         continue;
       }
       speedups.push_back(r->speedup());
-      for (int k = 0; k < r->reference().samples_us_size(); ++k)
-        ref_pos[k % 2].push_back(r->reference().samples_us(k));
-      for (int k = 0; k < r->candidate().samples_us_size(); ++k)
-        cand_pos[(k + 1) % 2].push_back(r->candidate().samples_us(k));
+      // [0]: the side ran first in its pair, [1]: second (first_in_pair).
+      for (int k = 0; k < r->reference().samples_us_size() && k < r->reference().first_in_pair_size(); ++k)
+        ref_pos[r->reference().first_in_pair(k) ? 0 : 1].push_back(r->reference().samples_us(k));
+      for (int k = 0; k < r->candidate().samples_us_size() && k < r->candidate().first_in_pair_size(); ++k)
+        cand_pos[r->candidate().first_in_pair(k) ? 0 : 1].push_back(r->candidate().samples_us(k));
       ref_us.push_back(r->reference().median_us());
       busbw.push_back(r->roofline().reference_bus_gbps());
       roof.push_back(100 * r->roofline().reference_fraction());

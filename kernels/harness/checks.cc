@@ -248,7 +248,6 @@ void AntiCheat::BatchConsistency(const TimingSamples& s) {
                 kBatchCheat);
     out_->Cheat("batch_consistency", why);
   } else if (ratio > kBatchFlag) {
-    batch_ratio_flagged_ = true;
     out_->AddCheck(
         "batch_consistency", false, true,
         d + fmt::format(" (flagged beyond {:.1f}x): work done together over a batch's calls?",
@@ -273,14 +272,10 @@ void AntiCheat::BatchProgress(const TimingSamples& s) {
     out_->Cheat("batch_progress",
                 d + ": calls were not done one after the other (deferred to a later call, or "
                     "done ahead by an earlier one)");
-  } else if (v.flag && batch_ratio_flagged_ && 4 * v.anomalous >= 3 * v.conclusive) {
-    // Two independent signals: one probe out of order and short batches
-    // costing more per call than the long ones (batch_consistency's flag).
-    out_->Cheat("batch_progress",
-                d + ", and batch_consistency flagged the same candidate: calls were not done one "
-                    "after the other");
   } else if (v.flag) {
-    out_->AddCheck("batch_progress", false, true, d + " (one anomalous probe: flagged)");
+    out_->AddCheck("batch_progress", false, true,
+                   d + fmt::format(" ({} of {} conclusive probes anomalous: flagged)", v.anomalous,
+                                   v.conclusive));
   } else {
     out_->AddCheck("batch_progress", true, false, d);
   }

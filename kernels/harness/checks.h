@@ -68,9 +68,9 @@ class AntiCheat {
   void FrozenWhileIdle();
   void BatchConsistency(const TimingSamples& s);
   // batch_progress: the progress probes (progress_probe.h); CHEAT_DETECTED
-  // on two anomalous probes, or on one when BatchConsistency (run first)
-  // flagged the candidate; flagged on one alone. cuda: flagged only (not
-  // yet validated on a GPU).
+  // on two anomalous probes that are 3/4 of the conclusive ones, flagged
+  // otherwise when any is anomalous. cuda: flagged only (not yet validated
+  // on a GPU).
   void BatchProgress(const TimingSamples& s);
 
  private:
@@ -79,7 +79,6 @@ class AntiCheat {
   const LaunchOptions& o_;
   RankPool* pool_;
   Outcome* out_;
-  bool batch_ratio_flagged_ = false;  // BatchConsistency's flag fired
 };
 
 }  // namespace pkforge::kernels

@@ -144,6 +144,17 @@ int64_t ProcessRunDelayNs(int pid) {
   return any ? sum : -1;
 }
 
+int64_t MainThreadRunDelayNs(int pid) {
+  const std::string s = ReadSmallFile(fmt::format("/proc/{}/schedstat", pid));
+  const char* p = s.c_str();
+  char* end = nullptr;
+  std::strtoll(p, &end, 10);  // on-cpu ns
+  if (end == p) return -1;
+  p = end;
+  const long long wait = std::strtoll(p, &end, 10);
+  return end == p ? -1 : wait;
+}
+
 absl::Status MakeNonDumpable() {
   if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0)
     return absl::InternalError(fmt::format("prctl(PR_SET_DUMPABLE, 0): {}", strerror(errno)));

@@ -128,5 +128,8 @@ std::vector<int> ThreadIds(int pid);
 // Time the threads of a process spent runnable but waiting for a CPU, in ns
 // (schedstat's run_delay, summed over its threads); -1 when unavailable.
 int64_t ProcessRunDelayNs(int pid);
+// The same for the process's main thread only (/proc/<pid>/schedstat); -1
+// when unreadable.
+int64_t MainThreadRunDelayNs(int pid);
 
 }  // namespace pkforge::kernels

@@ -92,6 +92,11 @@ TEST(HostEval, EveryNaiveCandidateIsOkAtWorldSizes1To8) {
       EXPECT_EQ(l.exit_code, 0);
       EXPECT_EQ(l.result.correctness().trials_passed(), 2);
       EXPECT_EQ(l.result.candidate().samples(), 6);
+      // Every sample says which side ran first in its pair, opposite sides.
+      ASSERT_EQ(l.result.candidate().first_in_pair_size(), l.result.candidate().samples_us_size());
+      ASSERT_EQ(l.result.reference().first_in_pair_size(), l.result.candidate().first_in_pair_size());
+      for (int i = 0; i < l.result.candidate().first_in_pair_size(); ++i)
+        EXPECT_NE(l.result.candidate().first_in_pair(i), l.result.reference().first_in_pair(i));
       EXPECT_TRUE(l.result.has_speedup());
       EXPECT_GT(l.result.roofline().roofline_us(), 0);
       for (const char* c : {"timed_output_reverify", "input_mutation", "outlived_call",
@@ -286,7 +291,7 @@ TEST(HostEval, ListPrintsTheRegistry) {
 // The harness benchmark with the position diagnostic: one row per problem and
 // a "by position" line with four positive medians whose ratios are the ones
 // printed (to the rounding of the printed times; it reads the per-iteration
-// samples in ABBA order).
+// samples by first_in_pair: which side goes first is drawn per pair).
 TEST(HostEval, BenchPrintsSpeedupAndTimesByPosition) {
   const auto [st, raw] = RunCapture(
       fmt::format("{} bench --backend host --candidates {} --world-size 2 --size tiny "

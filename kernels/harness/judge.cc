@@ -1,6 +1,7 @@
 #include "kernels/harness/judge.h"
 
 #include <signal.h>
+#include <sched.h>
 #include <sys/prctl.h>
 #include <sys/random.h>
 #include <unistd.h>
@@ -53,6 +54,41 @@ constexpr int kShortBatches = 2;
 constexpr int kProgressProbes = 3;
 constexpr int kProbeAfter = 3;
 constexpr int kExtraProbes = 6;
+
+// The run-queue waits of each candidate rank's main thread (where pkf_run
+// runs), ns; -1 where unreadable.
+std::vector<int64_t> MainThreadWaits(const std::vector<RankProc*>& ranks) {
+  std::vector<int64_t> v;
+  for (const RankProc* p : ranks) v.push_back(MainThreadRunDelayNs(p->pid));
+  return v;
+}
+// CPU time of every thread of the candidate ranks, ns.
+int64_t RanksCpuNs(const std::vector<RankProc*>& ranks) {
+  int64_t sum = 0;
+  for (const RankProc* p : ranks)
+    for (int tid : ThreadIds(p->pid)) sum += std::max<int64_t>(0, ThreadCpuNs(p->pid, tid));
+  return sum;
+}
+// CPUs the candidate ranks may run on (the union of their affinity masks).
+int RanksCpus(const std::vector<RankProc*>& ranks) {
+  cpu_set_t all;
+  CPU_ZERO(&all);
+  for (const RankProc* p : ranks) {
+    cpu_set_t m;
+    CPU_ZERO(&m);
+    if (sched_getaffinity(p->pid, sizeof m, &m) == 0) CPU_OR(&all, &all, &m);
+  }
+  return std::max(1, CPU_COUNT(&all));
+}
+// The largest share of `window_ns` one of them spent waiting since `before`.
+double LargestWaitShare(const std::vector<int64_t>& before, const std::vector<int64_t>& after,
+                        double window_ns) {
+  double m = 0;
+  for (size_t i = 0; i < before.size() && i < after.size(); ++i)
+    if (before[i] >= 0 && after[i] >= before[i])
+      m = std::max(m, (after[i] - before[i]) / std::max(window_ns, 1.0));
+  return m;
+}
 
 int ConclusiveProbes(const std::vector<ProgressSample>& v) {
   int n = 0;
@@ -143,6 +179,7 @@ struct BatchWalls {
   double ref_rep = 0, cand_rep = 0;    // the ranks' own longest span
   double cand_wait = 0;                // CPU waits of candidate threads and the judge
   double cand_span = 0;                // candidate: command to its last reply
+  double cand_main_wait_share = 0;     // candidate: most a rank's main thread waited, / wall
 };
 
 class Judge {
@@ -206,6 +243,9 @@ class Judge {
   std::string versions_;  // cuda: "cudart=X nccl=Y" from reference rank 0's setup reply
   std::vector<double> trial_ref_wall_us_;  // reference call wall times in the trials
   int poison_checks_ = 0;
+  // The least share of a candidate batch a rank's main thread waited for a
+  // CPU (progress probes: the wait that is normal here, e.g. ranks sharing a CPU).
+  double least_wait_share_ = 1.0;
   double host_memcpy_gbps_ = 0;  // measured before the ranks start (host ceiling)
 };
 
@@ -510,6 +550,8 @@ bool Judge::Timing() {
     ref_walls.push_back(w.ref_wall);
     cand_walls.push_back(w.cand_wall);
     cand_spans.push_back(w.cand_span);
+    least_wait_share_ = std::min(least_wait_share_, w.cand_main_wait_share);
+    samples_.ref_first.push_back(ref_first);
     cand_waits.push_back(w.cand_wait);
     samples_.ref_rep_us.push_back(w.ref_rep / batch_len);  // the ranks' own view (cross-check)
     samples_.cand_rep_us.push_back(w.cand_rep / batch_len);
@@ -613,6 +655,9 @@ bool Judge::PoisonAtStart(const Cmd& batch, int j, v1::Phase ph) {
 // are not subtracted, a thread that stays runnable would inflate them).
 bool Judge::ProgressProbe(const Cmd& batch, v1::Phase ph, int64_t pause_ns, double span_ns,
                           std::vector<Reply>* r) {
+  const std::vector<int64_t> wait0 = MainThreadWaits(pool_.cands());
+  const int64_t cpu0 = RanksCpuNs(pool_.cands());
+  const int cpus = RanksCpus(pool_.cands());
   auto probe = [&](int64_t frozen_after_ns, bool pending) {
     Cmd pc = batch;
     pc.op = kOpProgress;
@@ -624,6 +669,18 @@ bool Judge::ProgressProbe(const Cmd& batch, v1::Phase ph, int64_t pause_ns, doub
     s.elapsed = std::max<double>(0.0, frozen_after_ns) / std::max(span_ns, 1.0);
     s.done = static_cast<double>(done) / std::max<uint32_t>(batch.count, 1);
     s.replies_pending = pending;
+    // Starved: a rank's main thread (where pkf_run runs) waited for a CPU
+    // for a quarter of the window more than it did in the candidate's least
+    // disturbed timed batch (ranks sharing a CPU wait there too); an honest
+    // candidate then lags.
+    // And its threads together used under half of the CPUs they may run
+    // on: the CPU went to other processes. (A candidate whose own threads
+    // keep each other waiting still uses its CPUs: not starved.)
+    const double share =
+        LargestWaitShare(wait0, MainThreadWaits(pool_.cands()), static_cast<double>(frozen_after_ns));
+    const double used = (RanksCpuNs(pool_.cands()) - cpu0) /
+                        std::max(1.0, static_cast<double>(frozen_after_ns) * cpus);
+    s.starved = share > least_wait_share_ + 0.25 && used < 0.5;
     samples_.progress.push_back(s);
     return true;
   };
@@ -656,8 +713,11 @@ bool Judge::TimedPair(const Cmd& batch, int j, bool ref_first, v1::Phase ph, Bat
       const int64_t judge_wait0 = ProcessRunDelayNs(getpid());
       if (pause_ns > 0) {
         if (!ProgressProbe(batch, ph, pause_ns, span_ns, &r)) return false;
-      } else if (!pool_.CandRound(batch, ph, &r, &wall)) {
-        return false;
+      } else {
+        const std::vector<int64_t> main0 = MainThreadWaits(pool_.cands());
+        if (!pool_.CandRound(batch, ph, &r, &wall)) return false;
+        w->cand_main_wait_share =
+            LargestWaitShare(main0, MainThreadWaits(pool_.cands()), static_cast<double>(wall));
       }
       w->cand_span = pool_.last_reply_ns() / 1e3;
       w->cand_wall = wall / 1e3;

@@ -14,7 +14,7 @@ constexpr double kAllDone = 0.999;
 }  // namespace
 
 ProgressFinding ClassifyProgress(const ProgressSample& s) {
-  if (!s.replies_pending) return ProgressFinding::kInconclusive;  // the batch had ended
+  if (!s.replies_pending || s.starved) return ProgressFinding::kInconclusive;
   if (s.done >= kAllDone && s.elapsed <= kAheadElapsed) return ProgressFinding::kAhead;
   if (s.elapsed < kMinElapsed) return ProgressFinding::kInconclusive;
   if (s.done < kBehindShare * std::min(s.elapsed, 1.0)) return ProgressFinding::kBehind;

@@ -31,6 +31,8 @@ struct ProgressSample {
   double elapsed = 0;          // probe time / the candidate's fastest batch (0..)
   double done = 0;             // calls complete / calls in the batch (0..1)
   bool replies_pending = true; // some candidate rank had not replied at the probe
+  bool starved = false;        // a rank's main thread waited for a CPU for over a
+                               // quarter of the time before the stop (other load)
 };
 
 enum class ProgressFinding { kConsistent, kBehind, kAhead, kInconclusive };
@@ -38,11 +40,13 @@ enum class ProgressFinding { kConsistent, kBehind, kAhead, kInconclusive };
 // One probe: behind when at least 30% of a batch's time has passed and fewer
 // than a quarter of the calls that would be done are; ahead when every call
 // is done at no more than half the batch's time with replies still pending;
-// inconclusive when too little time passed or the batch had ended.
+// inconclusive when too little time passed, the batch had ended, or the
+// candidate was starved of CPU by other load.
 ProgressFinding ClassifyProgress(const ProgressSample& s);
 
 struct ProgressVerdict {
   bool cheat = false;  // at least two probes behind or ahead, and 3/4 of the conclusive ones
+                       // (never on one: a single stall of an honest candidate must not convict)
   bool flag = false;   // some anomalous probe, not enough for cheat
   int anomalous = 0;   // probes behind or ahead
   int conclusive = 0;  // probes not inconclusive

@@ -31,6 +31,9 @@ TEST(ProgressProbe, TooEarlyOrEndedIsInconclusive) {
   EXPECT_EQ(ClassifyProgress({0.1, 0.0, true}), ProgressFinding::kInconclusive);
   EXPECT_EQ(ClassifyProgress({0.5, 0.0, false}), ProgressFinding::kInconclusive);
   EXPECT_EQ(ClassifyProgress({0.2, 1.0, false}), ProgressFinding::kInconclusive);
+  // Starved by other load (seen: an honest scatter at world 3 next to two
+  // busy loops, 2-4% done at 49-72%): no finding either way.
+  EXPECT_EQ(ClassifyProgress({0.6, 0.02, true, true}), ProgressFinding::kInconclusive);
 }
 
 TEST(ProgressProbe, TwoAnomaliesConvictOneFlags) {

@@ -547,7 +547,35 @@ const std::set<std::string> kBatchChecks = {"poison_at_start", "timed_output_rev
 // calls done at 40-85% of the batch's time; round 5, 3/3 runs each, OK 9-14x
 // before). batch_consistency may fire first (it only flags on the host).
 const Accept kProgressCheat = Cheat({"batch_progress", "batch_consistency"});
-RT(batch_lookahead_fuse, {kProgressCheat})
+
+// Whether batch_progress had no conclusive probe: every stop fell outside the
+// batch or the candidate was starved by other processes (ctest -j2 on a
+// 2-core host). The judge then, rightly, has no finding.
+bool NoConclusiveProbe(const Result& r) {
+  for (const auto& c : r.cheat_checks())
+    if (c.check() == "batch_progress")
+      return c.detail().find("(behind)") == std::string::npos &&
+             c.detail().find("(ahead)") == std::string::npos &&
+             c.detail().find("(consistent)") == std::string::npos;
+  return false;
+}
+
+// A whole-batch amortizer: CHEAT_DETECTED; an OK is tolerated only when no
+// probe was conclusive (load), and then the launch is repeated (3 at most).
+void ExpectProgressCheat(const std::string& name) {
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    Result r;
+    Expect(name, {kProgressCheat, kOk}, "", 10, "", 0, false, &r);
+    if (r.status() != Result::OK) return;
+    bool inconclusive = NoConclusiveProbe(r);
+    EXPECT_TRUE(inconclusive) << name << " got OK with conclusive progress probes (speedup "
+                              << r.speedup() << ")";
+    if (!inconclusive) return;
+  }
+  ADD_FAILURE() << name << ": 3 launches without one conclusive progress probe";
+}
+
+TEST(RedTeam, batch_lookahead_fuse) { ExpectProgressCheat("batch_lookahead_fuse"); }
 // The honest barrier-free allreduce must not be flagged by batch_consistency
 // (round 3 finding 7: 6.7x batched vs 1.0x in single calls, flagged like the
 // attacks): its single calls are all fixed wake-up cost.
@@ -560,7 +588,7 @@ TEST(RedTeamPending, control_flag_epoch_not_flagged) {
     EXPECT_FALSE(c.check() == "batch_consistency" && !c.passed())
         << "an honest candidate was flagged: " << c.detail();
 }
-RT(batch_defer_to_last, {kProgressCheat})
+TEST(RedTeam, batch_defer_to_last) { ExpectProgressCheat("batch_defer_to_last"); }
 
 // ---- round 4 (helper-redteam4, session 2026-12-04 21:05) -------------------------------------
 // helper-notes/redteam-findings.md "ROUND 4" has the measurements.
@@ -627,13 +655,15 @@ TEST(RedTeam, irq_storm_uring) {
 }
 // The storm on top of control_flag_epoch's honest barrier-free allreduce
 // (~5x alone; with the storm 11-16x before the fix): bounded by 1.5x the
-// honest algorithm's own speedup, measured in the same test.
+// honest algorithm's own speedup, measured in the same test, and at least
+// 9x: on a loaded host (ctest -j2 on 2 cores) the yardstick read 2.3x and the
+// candidate, whose timers were refused (the honest algorithm alone), 5.2x.
 TEST(RedTeam, irq_storm_epoch) {
   Result r;
   Expect("control_flag_epoch", {kOk}, "", 10, "", 0, false, &r);
   const double honest = r.status() == Result::OK ? r.speedup() : 5.0;
   Expect("irq_storm_epoch", {kCheatAny, kOk, kRuntime, Accept{Result::SETUP_ERROR, {}}}, "", 10,
-         "", 1.5 * honest);
+         "", std::max(1.5 * honest, 9.0));
 }
 
 // The storm aimed at the reference's correctness trials: the judge sizes
@@ -644,7 +674,7 @@ TEST(RedTeam, irq_storm_epoch) {
 // 4). Since timers are refused the batches stay long and it is a whole-batch
 // fuser (OK 12-19x at 9df51a7), caught since 93d7640 by batch_progress (round
 // 5: 3/3 runs, every probe "behind").
-RT(shrink_batch_fuse, {kProgressCheat})
+TEST(RedTeam, shrink_batch_fuse) { ExpectProgressCheat("shrink_batch_fuse"); }
 
 // ---- round 5 (helper-redteam5): attacks on batch_progress itself, source-aware -----------------
 // helper-notes/redteam-findings.md "ROUND 5". Each fuses batches (one
@@ -656,7 +686,7 @@ RT(shrink_batch_fuse, {kProgressCheat})
 // Window dodge: fused on every batch a probe cannot land on (warm-up, j < 5,
 // short ones), the honest per-call algorithm (control_flag_epoch's) on the
 // rest; the median would be a fused batch's.
-RT(probe_window_dodge, {kProgressCheat})
+TEST(RedTeam, probe_window_dodge) { ExpectProgressCheat("probe_window_dodge"); }
 // Two chunks: the first 26% of the calls with one exchange, the rest with a
 // second one, in place: >= 25% done wherever a probe lands after the first
 // chunk ends, and one consistent probe of three keeps two "behind" below the
@@ -679,7 +709,7 @@ TEST(RedTeam, control_fast_gemm) {
 }
 // Fused until a probe shows itself (two SIGCONTs between batch starts), then
 // honest on long batches: one anomalous probe is below the two-probe rule.
-RT(probe_adapt_after_stop, {kProgressCheat})
+TEST(RedTeam, probe_adapt_after_stop) { ExpectProgressCheat("probe_adapt_after_stop"); }
 
 // Blame through the kernel: a 2.4 s io_uring interrupt storm aimed at the
 // reference freeze that follows the candidate's second batch (a reference

@@ -19,6 +19,11 @@ TimingSummary SummarizeTiming(const TimingSamples& s, int iters, v1::EvaluationR
   t.cand = ComputeStats(s.cand_us);
   FillStats(t.ref, iters <= 200 ? s.ref_us : std::vector<double>{}, result->mutable_reference());
   FillStats(t.cand, iters <= 200 ? s.cand_us : std::vector<double>{}, result->mutable_candidate());
+  if (iters <= 200)
+    for (bool rf : s.ref_first) {
+      result->mutable_reference()->add_first_in_pair(rf);
+      result->mutable_candidate()->add_first_in_pair(!rf);
+    }
   t.ref_rep = ComputeStats(s.ref_rep_us).median;
   t.cand_rep = ComputeStats(s.cand_rep_us).median;
   return t;

@@ -37,6 +37,7 @@ namespace pkforge::kernels {
 struct TimingSamples {
   // Official: the judge's clock, one entry per long timed batch.
   std::vector<double> ref_us, cand_us;
+  std::vector<bool> ref_first;  // per long timed batch: the reference ran first
   // What the ranks reported (max over ranks; a cross-check only).
   std::vector<double> ref_rep_us, cand_rep_us;
   // Candidate per-call times less the time its rank threads waited for a CPU

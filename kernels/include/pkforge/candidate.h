@@ -57,11 +57,15 @@ typedef struct pkf_context {
    new buffers, with no synchronization between ranks in between: a call that
    reuses its scratch or flags must itself make sure its peers are done with
    them (for example end with ctx->barrier, or use a new flag value per call).
-   Each call does its own work: work for several calls done together (one
-   exchange for a whole batch, calls deferred to a later one) is detected
-   (check batch_consistency). Helper threads are allowed (idle between calls);
+   Each call does its own work, in call order: work for several calls done
+   together (one exchange for a whole batch, calls deferred to a later one)
+   is detected (checks batch_progress: the candidate is stopped in the middle
+   of secret batches and the calls done so far are counted; and
+   batch_consistency). Helper threads are allowed (idle between calls);
    child processes are not: a process the candidate started that is still
-   alive when a call returns is CHEAT_DETECTED (outlived_call). */
+   alive when a call returns is CHEAT_DETECTED (outlived_call). Kernel timers
+   that outlive a stop (timerfd_create, timer_create, io_uring_setup,
+   io_setup) fail with EPERM on the host backend. */
 int pkf_run(pkf_context* ctx, const pkf_tensor* in, int32_t n_in, pkf_tensor* out, int32_t n_out,
             void* stream);
 
