@@ -705,6 +705,15 @@ class CudaRank {
     }
   }
 
+  // The candidate's live output p of `slot` against the reference's into *c;
+  // false (rep failed, naming `what`) on a CUDA error.
+  bool CompareLive(int slot, const Placed& p, CheckRecord* c, Reply* rep, const char* what) {
+    return !Failed(rep, CompareOutputs(At(cand_data_, slot, p), At(data_, slot, p), p.dtype, p.numel,
+                                       tol_.atol, tol_.rtol, PoisonBits(p.dtype), scratch_, stream_,
+                                       c),
+                   what);
+  }
+
   // Output elements of the batch's candidate slots that are not poison.
   void NotPoison(const Cmd& cmd, Reply* rep) {
     if (!EnsureCandData(rep)) return;
@@ -712,11 +721,7 @@ class CudaRank {
       const int slot = static_cast<int>(cmd.SlotAt(k));
       for (const Placed& p : out_) {
         CheckRecord c{};
-        if (Failed(rep, CompareOutputs(At(cand_data_, slot, p), At(data_, slot, p), p.dtype, p.numel,
-                                       tol_.atol, tol_.rtol, PoisonBits(p.dtype), scratch_, stream_,
-                                       &c),
-                   "poison check"))
-          return;
+        if (!CompareLive(slot, p, &c, rep, "poison check")) return;
         rep->value += static_cast<uint64_t>(p.numel - c.unwritten);
       }
     }
@@ -732,11 +737,7 @@ class CudaRank {
       bool ok = true;
       for (const Placed& p : out_) {
         CheckRecord c{};
-        if (Failed(rep, CompareOutputs(At(cand_data_, slot, p), At(data_, slot, p), p.dtype, p.numel,
-                                       tol_.atol, tol_.rtol, PoisonBits(p.dtype), scratch_, stream_,
-                                       &c),
-                   "progress probe"))
-          return;
+        if (!CompareLive(slot, p, &c, rep, "progress probe")) return;
         if (c.mismatches > 0) {
           ok = false;
           break;

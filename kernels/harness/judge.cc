@@ -55,13 +55,6 @@ constexpr int kProgressProbes = 3;
 constexpr int kProbeAfter = 3;
 constexpr int kExtraProbes = 6;
 
-// The run-queue waits of each candidate rank's main thread (where pkf_run
-// runs), ns; -1 where unreadable.
-std::vector<int64_t> MainThreadWaits(const std::vector<RankProc*>& ranks) {
-  std::vector<int64_t> v;
-  for (const RankProc* p : ranks) v.push_back(MainThreadRunDelayNs(p->pid));
-  return v;
-}
 // CPU time of every thread of the candidate ranks, ns.
 int64_t RanksCpuNs(const std::vector<RankProc*>& ranks) {
   int64_t sum = 0;
@@ -79,15 +72,6 @@ int RanksCpus(const std::vector<RankProc*>& ranks) {
     if (sched_getaffinity(p->pid, sizeof m, &m) == 0) CPU_OR(&all, &all, &m);
   }
   return std::max(1, CPU_COUNT(&all));
-}
-// The largest share of `window_ns` one of them spent waiting since `before`.
-double LargestWaitShare(const std::vector<int64_t>& before, const std::vector<int64_t>& after,
-                        double window_ns) {
-  double m = 0;
-  for (size_t i = 0; i < before.size() && i < after.size(); ++i)
-    if (before[i] >= 0 && after[i] >= before[i])
-      m = std::max(m, (after[i] - before[i]) / std::max(window_ns, 1.0));
-  return m;
 }
 
 int ConclusiveProbes(const std::vector<ProgressSample>& v) {
@@ -132,9 +116,10 @@ int64_t SetBudgetBytes() {
 
 // Run-queue wait (schedstat) of each process so far, ns; -1 where unknown.
 template <typename Procs>
-std::vector<int64_t> RunDelays(const Procs& procs) {
+// `delay`: ProcessRunDelayNs (every thread) or MainThreadRunDelayNs.
+std::vector<int64_t> RunDelays(const Procs& procs, int64_t (*delay)(int) = ProcessRunDelayNs) {
   std::vector<int64_t> v;
-  for (const auto* p : procs) v.push_back(ProcessRunDelayNs(p->pid));
+  for (const auto* p : procs) v.push_back(delay(p->pid));
   return v;
 }
 // Largest growth of one process's run-queue wait between two readings.
@@ -655,7 +640,7 @@ bool Judge::PoisonAtStart(const Cmd& batch, int j, v1::Phase ph) {
 // are not subtracted, a thread that stays runnable would inflate them).
 bool Judge::ProgressProbe(const Cmd& batch, v1::Phase ph, int64_t pause_ns, double span_ns,
                           std::vector<Reply>* r) {
-  const std::vector<int64_t> wait0 = MainThreadWaits(pool_.cands());
+  const std::vector<int64_t> wait0 = RunDelays(pool_.cands(), MainThreadRunDelayNs);
   const int64_t cpu0 = RanksCpuNs(pool_.cands());
   const int cpus = RanksCpus(pool_.cands());
   auto probe = [&](int64_t frozen_after_ns, bool pending) {
@@ -676,8 +661,8 @@ bool Judge::ProgressProbe(const Cmd& batch, v1::Phase ph, int64_t pause_ns, doub
     // And its threads together used under half of the CPUs they may run
     // on: the CPU went to other processes. (A candidate whose own threads
     // keep each other waiting still uses its CPUs: not starved.)
-    const double share =
-        LargestWaitShare(wait0, MainThreadWaits(pool_.cands()), static_cast<double>(frozen_after_ns));
+    const double share = MaxGrowth(wait0, RunDelays(pool_.cands(), MainThreadRunDelayNs)) /
+                         std::max(1.0, static_cast<double>(frozen_after_ns));
     const double used = (RanksCpuNs(pool_.cands()) - cpu0) /
                         std::max(1.0, static_cast<double>(frozen_after_ns) * cpus);
     s.starved = share > least_wait_share_ + 0.25 && used < 0.5;
@@ -714,10 +699,10 @@ bool Judge::TimedPair(const Cmd& batch, int j, bool ref_first, v1::Phase ph, Bat
       if (pause_ns > 0) {
         if (!ProgressProbe(batch, ph, pause_ns, span_ns, &r)) return false;
       } else {
-        const std::vector<int64_t> main0 = MainThreadWaits(pool_.cands());
+        const std::vector<int64_t> main0 = RunDelays(pool_.cands(), MainThreadRunDelayNs);
         if (!pool_.CandRound(batch, ph, &r, &wall)) return false;
-        w->cand_main_wait_share =
-            LargestWaitShare(main0, MainThreadWaits(pool_.cands()), static_cast<double>(wall));
+        w->cand_main_wait_share = MaxGrowth(main0, RunDelays(pool_.cands(), MainThreadRunDelayNs)) /
+                                  std::max(1.0, static_cast<double>(wall));
       }
       w->cand_span = pool_.last_reply_ns() / 1e3;
       w->cand_wall = wall / 1e3;
