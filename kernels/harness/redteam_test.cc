@@ -535,10 +535,14 @@ TEST(RedTeamPending, control_helper_process) {
 // with one synchronization; deferred: every call but the last returns with
 // its outputs unwritten. Attacks still pending use HonestSpeedup: the fixed
 // judge must not report OK above 1.5x control_naive's speedup (same test).
+// control_naive is the reference's own algorithm: its true speedup is 1, and
+// a reading below 1 is load on the host (seen under ctest -j2: 0.62x, which
+// bounded storm_blame_freeze, the naive algorithm with its storm refused, at
+// 0.93x and failed it at 1.015x). Never below 1.
 double HonestSpeedup() {
   Result r;
   Expect("control_naive", {kOk}, "", 10, "", 0, false, &r);
-  return r.status() == Result::OK ? r.speedup() : 1.0;
+  return r.status() == Result::OK ? std::max(1.0, r.speedup()) : 1.0;
 }
 const std::set<std::string> kBatchChecks = {"poison_at_start", "timed_output_reverify",
                                             "poison_unwritten", "outlived_call",
