@@ -666,6 +666,7 @@ bool Judge::ProgressProbe(const Cmd& batch, v1::Phase ph, int64_t pause_ns, doub
     const double used = (RanksCpuNs(pool_.cands()) - cpu0) /
                         std::max(1.0, static_cast<double>(frozen_after_ns) * cpus);
     s.starved = share > least_wait_share_ + 0.25 && used < 0.5;
+    s.own_load = share > least_wait_share_ + 0.25 && !s.starved;
     samples_.progress.push_back(s);
     return true;
   };

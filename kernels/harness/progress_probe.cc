@@ -38,8 +38,11 @@ ProgressVerdict JudgeProgress(const std::vector<ProgressSample>& samples) {
     const ProgressFinding f = ClassifyProgress(s);
     if (f == ProgressFinding::kBehind || f == ProgressFinding::kAhead) ++bad;
     if (!v.detail.empty()) v.detail += "; ";
-    v.detail += fmt::format("{:.0f}% of the batch's time: {:.0f}% of the calls done ({})",
-                            100 * s.elapsed, 100 * s.done, ProgressFindingName(f));
+    v.detail += fmt::format("{:.0f}% of the batch's time: {:.0f}% of the calls done ({}{})",
+                            100 * s.elapsed, 100 * s.done, ProgressFindingName(f),
+                            s.own_load && f != ProgressFinding::kInconclusive
+                                ? ", its own threads held the CPUs its calls waited for"
+                                : "");
   }
   // Anomalies must also be most of the conclusive probes: load from other
   // processes can slow an honest candidate on one probe, not on nearly all.

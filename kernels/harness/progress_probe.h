@@ -33,6 +33,9 @@ struct ProgressSample {
   bool replies_pending = true; // some candidate rank had not replied at the probe
   bool starved = false;        // a rank's main thread waited for a CPU for over a
                                // quarter of the time before the stop (other load)
+  bool own_load = false;       // it waited as long, but the candidate's own threads held
+                               // the CPUs (helper threads must be idle between calls):
+                               // still conclusive, named in the detail
 };
 
 enum class ProgressFinding { kConsistent, kBehind, kAhead, kInconclusive };

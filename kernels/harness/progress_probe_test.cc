@@ -36,6 +36,20 @@ TEST(ProgressProbe, TooEarlyOrEndedIsInconclusive) {
   EXPECT_EQ(ClassifyProgress({0.6, 0.02, true, true}), ProgressFinding::kInconclusive);
 }
 
+// Waiting for CPUs the candidate's own threads held is no excuse (a spinning
+// helper thread would otherwise hide any amortization from every probe): the
+// probe stays conclusive and its detail names the cause (CI, b937fc9:
+// red team atk_cpu_hog_threads, 0% done at 39%).
+TEST(ProgressProbe, OwnThreadsHoldingTheCpusStaysConclusive) {
+  ProgressSample s{0.39, 0.0, true, false, true};
+  EXPECT_EQ(ClassifyProgress(s), ProgressFinding::kBehind);
+  const ProgressVerdict v = JudgeProgress({s, s, s});
+  EXPECT_TRUE(v.cheat);
+  EXPECT_NE(v.detail.find("(behind, its own threads held the CPUs its calls waited for)"),
+            std::string::npos)
+      << v.detail;
+}
+
 TEST(ProgressProbe, TwoAnomaliesConvictOneFlags) {
   const ProgressVerdict honest = JudgeProgress({{0.4, 0.35, true}, {0.6, 0.5, true}, {0.5, 1.0, false}});
   EXPECT_FALSE(honest.cheat);
