@@ -6,6 +6,7 @@
 #include <iterator>
 #include <thread>
 
+#include "common/stats.h"
 #include "fmt/format.h"
 #include "kernels/harness/protocol.h"
 #include "kernels/harness/shm.h"
@@ -278,6 +279,29 @@ void AntiCheat::BatchProgress(const TimingSamples& s) {
                                    v.conclusive));
   } else {
     out_->AddCheck("batch_progress", true, false, d);
+  }
+}
+
+void AntiCheat::BatchDrip(const TimingSamples& s) {
+  if (s.drip.empty() || s.ref_us.empty() || s.cand_us.empty()) return;
+  const double ref_free = pkforge::Quantile(s.ref_us, 0.5),
+               cand_free = pkforge::Quantile(s.cand_us, 0.5);
+  const DripVerdict v = JudgeDrip(s.drip, ref_free, cand_free);
+  const std::string d = fmt::format(
+      "{} secretly chosen batches of {} calls whose inputs were put in place one call at a time "
+      "(each once the previous call's outputs were verified), against {:.2f} us per call "
+      "free-running (reference {:.2f} us): {}",
+      s.drip.size(), s.batch, cand_free, ref_free, v.detail);
+  if (v.cheat) {
+    out_->Cheat("batch_drip",
+                d + ": a call alone costs over twice what it did when later calls' inputs were "
+                    "visible (work done for several calls together)");
+  } else if (v.flag) {
+    out_->AddCheck("batch_drip", false, true,
+                   d + fmt::format(" ({} of {} conclusive drip batches slow: flagged)", v.slow,
+                                   v.conclusive));
+  } else {
+    out_->AddCheck("batch_drip", true, false, d);
   }
 }
 

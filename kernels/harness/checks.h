@@ -72,6 +72,10 @@ class AntiCheat {
   // otherwise when any is anomalous. cuda: flagged only (not yet validated
   // on a GPU).
   void BatchProgress(const TimingSamples& s);
+  // batch_drip: the drip batches (drip_check.h) against the medians of the
+  // official per-call times; CHEAT_DETECTED on two slow drip batches that are
+  // 3/4 of the conclusive ones, flagged on one.
+  void BatchDrip(const TimingSamples& s);
 
  private:
   bool Cuda() const { return o_.backend == "cuda"; }

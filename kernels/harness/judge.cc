@@ -54,6 +54,9 @@ constexpr int kShortBatches = 2;
 constexpr int kProgressProbes = 3;
 constexpr int kProbeAfter = 3;
 constexpr int kExtraProbes = 6;
+// Drip batches per timing phase (AntiCheat::BatchDrip; host), at secret
+// places after the first kProbeAfter timed batches.
+constexpr int kDripBatches = 3;
 
 // CPU time of every thread of the candidate ranks, ns.
 int64_t RanksCpuNs(const std::vector<RankProc*>& ranks) {
@@ -188,12 +191,15 @@ class Judge {
   void Publish(int64_t t_start);
 
   bool Generate(int slot, v1::Phase phase);
-  bool CheckBatch(const Cmd& batch, int index, v1::Phase phase, bool timed);
+  // label: how messages name a timed batch ("drip batch": DripPair's).
+  bool CheckBatch(const Cmd& batch, int index, v1::Phase phase, bool timed,
+                  const char* label = "timed batch");
   bool CheckOutputs(int slot, int trial, v1::Phase phase, bool timed);
   // Timing()'s steps.
   bool ProbeRoundTrip(v1::Phase phase, double* min_us);
   void ChooseBatchLength(double overhead_us);
-  bool BatchInputs(const Cmd& batch, v1::Phase phase);
+  bool BatchInputs(const Cmd& batch, v1::Phase phase, uint32_t flags = 0);
+  bool DripPair(const Cmd& batch, int index, v1::Phase phase);
   bool PoisonAtStart(const Cmd& batch, int index, v1::Phase phase);
   // pause_ns > 0: the candidate's batch is a progress probe (ProgressProbe),
   // not a timed sample.
@@ -285,14 +291,15 @@ void FillCoords(v1::OutputCheck* oc, int64_t index, const std::vector<int64_t>& 
 // Verifies the batch's calls from the snapshots the reference ranks took
 // right after the candidate's reply (kOpSnapshot). `index` names the trial or
 // timed batch in messages.
-bool Judge::CheckBatch(const Cmd& batch, int index, v1::Phase phase, bool timed) {
+bool Judge::CheckBatch(const Cmd& batch, int index, v1::Phase phase, bool timed,
+                       const char* label) {
   std::vector<Reply> rep;
   Cmd c = batch;
   c.op = kOpCheck;
   if (!pool_.RoundCmd(pool_.refs(), c, phase, &rep)) return false;
   const Tolerance tol = problem_->tolerance(dims_, o_.world_size, dtype_);
   const std::string what =
-      timed ? fmt::format("timed batch {}", index) : fmt::format("trial {}", index);
+      timed ? fmt::format("{} {}", label, index) : fmt::format("trial {}", index);
   for (size_t i = 0; i < pool_.refs().size(); ++i) {
     if (rep[i].input_diff != 0) {
       const std::string d =
@@ -466,8 +473,9 @@ bool Judge::Timing() {
   // consistency check (Finish): not official times.
   const uint32_t short_len = std::min(batch_len, std::max(16u, batch_len / 4));
   const bool with_shorts = short_len < batch_len;
-  const int total = batches + (with_shorts ? kShortBatches : 0) + kProgressProbes;
-  std::set<int> shorts, probes;
+  const int drips = Cuda() ? 0 : kDripBatches;
+  const int total = batches + (with_shorts ? kShortBatches : 0) + kProgressProbes + drips;
+  std::set<int> shorts, probes, drip;
   while (with_shorts && static_cast<int>(shorts.size()) < kShortBatches)
     shorts.insert(static_cast<int>(SecretSeed() % static_cast<uint64_t>(total)));
   // Probes come after at least kProbeAfter long batches (they need the
@@ -476,6 +484,10 @@ bool Judge::Timing() {
     const int j = kProbeAfter + kShortBatches +
                   static_cast<int>(SecretSeed() % static_cast<uint64_t>(total - kProbeAfter - kShortBatches));
     if (shorts.count(j) == 0) probes.insert(j);
+  }
+  while (static_cast<int>(drip.size()) < drips) {
+    const int j = kProbeAfter + static_cast<int>(SecretSeed() % static_cast<uint64_t>(total - kProbeAfter));
+    if (shorts.count(j) == 0 && probes.count(j) == 0) drip.insert(j);
   }
   uint32_t next = 0;
   std::vector<double> ref_walls, cand_walls, cand_waits, cand_spans;  // us per timed batch
@@ -498,6 +510,11 @@ bool Judge::Timing() {
     const uint32_t len = is_short ? short_len : batch_len;
     const Cmd batch{kMagic, kOpBatch, next, len, static_cast<uint32_t>(sets_), 0, 0};
     next = (next + len) % static_cast<uint32_t>(sets_);
+    if (drip.count(j) > 0) {
+      // Not a timed sample: a drip batch of each side (DripPair).
+      if (!BatchInputs(batch, ph, kGenDrip) || !DripPair(batch, j, ph)) return false;
+      continue;
+    }
     if (!BatchInputs(batch, ph)) return false;
     // On batches drawn from secret randomness: the candidate's outputs are
     // still poison before it runs (nothing wrote them ahead of the call).
@@ -603,10 +620,11 @@ void Judge::ChooseBatchLength(double o) {
 }
 
 // Fresh inputs for every call of the batch, from one secret seed.
-bool Judge::BatchInputs(const Cmd& batch, v1::Phase ph) {
+bool Judge::BatchInputs(const Cmd& batch, v1::Phase ph, uint32_t flags) {
   std::vector<Reply> r;
   Cmd gen = batch;
   gen.op = kOpGen;
+  gen.flags = flags;
   gen.seed = SecretSeed();
   if (!o_.reveal_seeds_file.empty()) revealed_seeds_.push_back(gen.seed);
   return pool_.RoundCmd(pool_.refs(), gen, ph, &r);
@@ -629,6 +647,71 @@ bool Judge::PoisonAtStart(const Cmd& batch, int j, v1::Phase ph) {
     return false;
   }
   ++poison_checks_;
+  return true;
+}
+
+// A drip batch of each side on the batch's slots (drip_check.h; the
+// inputs were generated with kGenDrip: the candidate's are decoys but the
+// first call's). The reference computes the batch's outputs, runs it again
+// dripped by a watcher thread of its own (the baseline: what the hand-offs
+// cost), then watches the candidate's drip batch: each call's outputs are
+// compared at its return and only then the next call's inputs copied in.
+// Every output is checked again from a snapshot afterwards; one that was not
+// complete at its call's return but is by the end was deferred.
+bool Judge::DripPair(const Cmd& batch, int j, v1::Phase ph) {
+  std::vector<Reply> r, rr, wr;
+  const uint64_t limit_ms = static_cast<uint64_t>(std::max(1.0, o_.timeout_s) * 1000);
+  if (!pool_.RoundCmd(pool_.refs(), batch, ph, &r)) return false;
+  Cmd self = batch;
+  self.op = kOpDrip;
+  self.seed = limit_ms;
+  if (!pool_.RoundCmd(pool_.refs(), self, ph, &rr)) return false;
+  Cmd watch = batch;
+  watch.op = kOpDripWatch;
+  watch.seed = limit_ms;
+  if (!pool_.Send(pool_.refs(), watch)) return false;
+  const std::vector<int64_t> wait0 = RunDelays(pool_.cands(), MainThreadRunDelayNs);
+  const int64_t cpu0 = RanksCpuNs(pool_.cands());
+  const int cpus = RanksCpus(pool_.cands());
+  Cmd calls = batch;
+  calls.op = kOpDrip;
+  calls.seed = 0;
+  int64_t wall = 0;
+  if (!pool_.CandRound(calls, ph, &r, &wall)) return false;
+  // Starved as for a progress probe: other load, not the candidate's own
+  // threads, kept its calls from a CPU.
+  const double share = MaxGrowth(wait0, RunDelays(pool_.cands(), MainThreadRunDelayNs)) /
+                       std::max(1.0, static_cast<double>(wall));
+  const double used =
+      (RanksCpuNs(pool_.cands()) - cpu0) / std::max(1.0, static_cast<double>(wall) * cpus);
+  if (!pool_.Collect(pool_.refs(), kOpDripWatch, ph, &wr)) return false;
+  Cmd snap = batch;
+  snap.op = kOpSnapshot;
+  if (!pool_.RoundCmd(pool_.refs(), snap, ph, &r)) return false;
+  if (!CheckBatch(batch, j, ph, true, "drip batch")) return false;
+  DripSample s;
+  int64_t deferred = -1;
+  int deferred_rank = 0;
+  bool ref_ok = true;
+  for (size_t i = 0; i < wr.size(); ++i) {
+    s.ref_service_us = std::max(s.ref_service_us, rr[i].t0_ns / 1e3);
+    s.cand_service_us = std::max(s.cand_service_us, wr[i].t0_ns / 1e3);
+    ref_ok = ref_ok && rr[i].input_diff == 0;
+    if (wr[i].input_diff != 0 && deferred < 0) {
+      deferred = static_cast<int64_t>(wr[i].input_diff) - 1;
+      deferred_rank = pool_.refs()[i]->rank;
+    }
+  }
+  if (deferred >= 0) {
+    out_.Cheat("batch_drip",
+               fmt::format("drip batch {}: rank {}'s call {} returned before its outputs matched "
+                           "the reference's, and they did by the end of the batch (work deferred "
+                           "past the call's return)",
+                           j, deferred_rank, deferred));
+    return false;
+  }
+  s.starved = !ref_ok || (share > least_wait_share_ + 0.25 && used < 0.5);
+  samples_.drip.push_back(s);
   return true;
 }
 
@@ -736,6 +819,7 @@ void Judge::Finish() {
   if (t.cand.median > 0) out_.result().set_speedup(t.ref.median / t.cand.median);
   checks_.BatchConsistency(samples_);
   if (out_.undecided()) checks_.BatchProgress(samples_);
+  if (out_.undecided()) checks_.BatchDrip(samples_);
 
   const Cost cost = problem_->cost(dims_, o_.world_size, DtypeSize(dtype_));
   const RooflineCeilings ceilings =

@@ -37,7 +37,8 @@ DataLayout MakeLayout(const Problem& p, const Dims& dims, int world, pkf_dtype d
     l.max_rank_bytes = std::max(l.max_rank_bytes, rank_bytes);
   }
   l.slot_bytes = AlignUp(off, 4096);
-  l.total_bytes = l.slot_bytes * slots;
+  l.drip_offset = l.slot_bytes * slots;
+  l.total_bytes = l.drip_offset + AlignUp(world * kDripWordBytes, 4096);
   return l;
 }
 

@@ -10,6 +10,7 @@
 // evaluation's parameters (so no layout travels over a channel).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <vector>
 
@@ -48,7 +49,45 @@ enum Op : uint32_t {
                     //       and before the candidate's code is loaded (kOpSetup)
   kOpHello = 14,    // cand: sent unasked once hardened, before any candidate code is loaded;
                     //       rc = kRcHarness when hardening failed (the only trusted cand reply)
+  // Drip batches (host; check batch_drip): each call's inputs are put in
+  // place only once the previous call's outputs were verified, so no call
+  // can see a later call's inputs.
+  kOpDrip = 19,       // cand: `count` calls, call k started once its rank's DripWord says
+                      //       released > k, returned = k + 1 after it.
+                      // ref: the same on its own buffers, its own inputs released by a
+                      //       watcher thread of the rank (the candidate frozen meanwhile);
+                      //       seed = the watcher's time limit, ms. The batch's slots must
+                      //       hold the reference's outputs (golden) when it starts.
+  kOpDripWatch = 20,  // ref: watch the candidate's drip batch: at each return compare the
+                      //       call's live outputs with the reference's, then copy the next
+                      //       call's inputs in and release it; seed = time limit, ms.
+                      // Both drip replies (ref): value = calls whose outputs matched at
+                      //       their return, input_diff = 1 + the first call that did not
+                      //       (0: none), t0_ns = the median of the calls' service times
+                      //       (release to observed return, ns, calls 1..count-1),
+                      //       t1_ns = 1 when the watched calls stopped before the end
+                      //       (kOpDripWatch: rc stays 0, it is the candidate's doing).
 };
+
+// Cmd::flags of kOpGen: kGenDrip writes decoys (other generated inputs) into
+// the candidate's inputs of every call of the batch but the first, and arms
+// the candidate's drip words (released 1, returned 0).
+inline constexpr uint32_t kGenDrip = 2;
+// The decoys' seed (never the call's own).
+inline constexpr uint64_t kDripDecoySalt = 0x6a09e667f3bcc909ull;
+// returned == kDripAbort: the calls stopped (a call failed); released ==
+// kDripAbort: the watcher gave up.
+inline constexpr uint32_t kDripAbort = 0xffffffffu;
+
+// One rank's drip hand-off words, in its side's data segment after the slots
+// (DataLayout::drip_offset + rank * kDripWordBytes). On the candidate side
+// they are candidate-writable: a candidate that forges them only withholds
+// its own inputs or gets its calls verified early.
+struct DripWord {
+  std::atomic<uint32_t> released;  // calls whose inputs are in place
+  std::atomic<uint32_t> returned;  // calls that returned
+};
+inline constexpr int64_t kDripWordBytes = 64;
 
 // Most calls in one timed batch for a rank whose outputs take out_bytes: the
 // reference rank keeps a snapshot of every call's outputs (<= 2 GiB in all,
@@ -69,6 +108,7 @@ inline constexpr int32_t kRcHarness = -50;
 // Cmd::flags
 inline constexpr uint32_t kGenReferenceOnly = 1;  // kOpGen: the reference's own buffers only
                                                   // (before the candidate's exist)
+                                                  // (kGenDrip = 2: above)
 
 struct Cmd {
   uint32_t magic;
@@ -152,7 +192,11 @@ struct DataLayout {
   std::vector<std::vector<Placed>> in;   // [rank][i], offsets within a slot
   std::vector<std::vector<Placed>> out;  // [rank][o]
   int64_t max_rank_bytes = 0;            // inputs + outputs of the largest rank
+  int64_t drip_offset = 0;               // the drip words (after the slots)
   int64_t SlotBase(int slot) const { return slot * slot_bytes; }
+  DripWord* Drip(char* base, int rank) const {
+    return reinterpret_cast<DripWord*>(base + drip_offset + rank * kDripWordBytes);
+  }
 };
 
 DataLayout MakeLayout(const Problem& p, const Dims& dims, int world, pkf_dtype dtype, int slots);

@@ -4,10 +4,13 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <functional>
+#include <thread>
 #include <vector>
 
 #include "fmt/format.h"
@@ -158,7 +161,15 @@ class Rank {
         case kOpGen:
           for (uint32_t k = 0; k < cmd.count; ++k)
             Gen(cmd.SlotAt(k), BatchSeed(cmd.seed, k), (cmd.flags & kGenReferenceOnly) == 0);
+          if ((cmd.flags & kGenDrip) != 0 && cand_data_ != nullptr) ArmCandidateDrip(cmd);
           break;
+        case kOpDrip:
+          if (o_.role == "ref")
+            SelfDrip(cmd, &rep);
+          else
+            DripCalls(cmd, layout_.Drip(data_, o_.rank), &rep);
+          break;
+        case kOpDripWatch: WatchCandidateDrip(cmd, &rep); break;
         case kOpRun: Run(cmd.slot, &rep); break;
         case kOpBatch: Batch(cmd, &rep); break;
         case kOpCheck: Check(cmd, &rep); break;
@@ -274,6 +285,214 @@ class Rank {
     }
     rep->t1_ns = MonotonicNs();
     rep->t0_ns = g_t0_ns;
+  }
+
+  // Drip batches (protocol.h kOpDrip). The calls, on this rank's own
+  // buffers: call k starts once the word says its inputs are in place.
+  // Harness code in a candidate process: a candidate can patch it, which
+  // only withholds its own inputs or gets its own calls verified early.
+  void DripCalls(const Cmd& cmd, DripWord* w, Reply* rep) {
+    std::vector<std::vector<pkf_tensor>> ins(cmd.count), outs(cmd.count);
+    for (uint32_t k = 0; k < cmd.count; ++k) Tensors(data_, cmd.SlotAt(k), &ins[k], &outs[k]);
+    SideBarrierWait(g_control, o_.rank, o_.world);
+    for (uint32_t k = 0; k < cmd.count; ++k) {
+      for (;;) {
+        const uint32_t r = w->released.load(std::memory_order_acquire);
+        if (r == kDripAbort) {
+          rep->rc = -3;
+          snprintf(rep->message, sizeof rep->message, "drip batch abandoned before call %u", k);
+          return;
+        }
+        if (r > k) break;
+        WaitWhileEquals(&w->released, r, 50'000'000);
+      }
+      g_control->in_run[o_.rank].store(1);
+      rep->rc = run_(&ctx_, ins[k].data(), static_cast<int32_t>(ins[k].size()), outs[k].data(),
+                     static_cast<int32_t>(outs[k].size()), nullptr);
+      g_control->in_run[o_.rank].store(0);
+      if (rep->rc != 0) {
+        w->returned.store(kDripAbort, std::memory_order_release);
+        WakeAll(&w->returned);
+        snprintf(rep->message, sizeof rep->message,
+                 "pkf_run returned %d (call %u of a drip batch)", rep->rc, k);
+        return;
+      }
+      w->returned.store(k + 1, std::memory_order_release);
+      WakeAll(&w->returned);
+    }
+  }
+
+  // The decoys of a drip batch: every call's inputs but the first, on the
+  // candidate's side, are other generated values until released.
+  void WriteDecoys(const Cmd& cmd, char* base) {
+    const auto& ins = layout_.in[o_.rank];
+    for (uint32_t k = 1; k < cmd.count; ++k)
+      for (size_t i = 0; i < ins.size(); ++i) {
+        const Placed& p = ins[i];
+        const uint64_t key = StreamKey(BatchSeed(cmd.seed ^ kDripDecoySalt, k),
+                                       p.desc.replicated ? kReplicatedRank : o_.rank,
+                                       static_cast<uint32_t>(i));
+        FillInput(base + layout_.SlotBase(static_cast<int>(cmd.SlotAt(k))) + p.offset, p, key);
+      }
+  }
+
+  void ArmCandidateDrip(const Cmd& cmd) {
+    WriteDecoys(cmd, cand_data_);
+    DripWord* w = layout_.Drip(cand_data_, o_.rank);
+    w->returned.store(0, std::memory_order_relaxed);
+    w->released.store(1, std::memory_order_release);
+  }
+
+  struct DripWatch {
+    uint32_t matched = 0;     // calls whose outputs matched at their return
+    int64_t first_bad = -1;   // the first call that did not
+    bool stopped = false;     // the calls stopped (a failure, or the time limit)
+    std::vector<int64_t> service_ns;  // calls 1..: input released -> return observed
+  };
+
+  // The watcher's side of a drip batch: at each return, `verify(k)` on the
+  // call's live outputs, then `release(k + 1)` puts the next call's inputs in
+  // place and the word releases it. The service time runs from just after
+  // that release to when the return is seen: the call, two hand-offs.
+  static DripWatch Watch(DripWord* w, uint32_t n, int64_t limit_ms,
+                         const std::function<bool(uint32_t)>& verify,
+                         const std::function<void(uint32_t)>& release) {
+    DripWatch d;
+    const int64_t deadline = MonotonicNs() + limit_ms * 1'000'000;
+    int64_t t_rel = 0;
+    for (uint32_t k = 0; k < n; ++k) {
+      for (;;) {
+        const uint32_t r = w->returned.load(std::memory_order_acquire);
+        if (r == kDripAbort || MonotonicNs() > deadline) {
+          d.stopped = true;
+          w->released.store(kDripAbort, std::memory_order_release);
+          WakeAll(&w->released);
+          return d;
+        }
+        if (r > k) break;
+        WaitWhileEquals(&w->returned, r, 10'000'000);
+      }
+      const int64_t t_obs = MonotonicNs();
+      if (k >= 1) d.service_ns.push_back(t_obs - t_rel);
+      if (verify(k))
+        ++d.matched;
+      else if (d.first_bad < 0)
+        d.first_bad = k;
+      if (k + 1 < n) {
+        release(k + 1);
+        t_rel = MonotonicNs();
+        w->released.store(k + 2, std::memory_order_release);
+        WakeAll(&w->released);
+      }
+    }
+    return d;
+  }
+
+  static void FillDripReply(const DripWatch& d, Reply* rep) {
+    rep->value = d.matched;
+    rep->input_diff = d.first_bad < 0 ? 0 : static_cast<uint64_t>(d.first_bad) + 1;
+    std::vector<int64_t> s = d.service_ns;
+    if (!s.empty()) {
+      std::nth_element(s.begin(), s.begin() + static_cast<std::ptrdiff_t>(s.size() / 2), s.end());
+      rep->t0_ns = s[s.size() / 2];
+    }
+    // Stopped early: t1_ns = 1 (the candidate's doing when it watched the
+    // candidate: never an error of this reference rank).
+    rep->t1_ns = d.stopped ? 1 : 0;
+  }
+
+  // True when the live outputs at `live` (slot `slot`) match `golden`
+  // (the slot's outputs, packed).
+  bool OutputsMatch(const char* live_base, int slot, const char* golden) {
+    for (const Placed& p : layout_.out[o_.rank]) {
+      CheckRecord c{};
+      c.first_index = -1;
+      if (CompareOutput(live_base + layout_.SlotBase(slot) + p.offset, golden, p, tol_, &c))
+        return false;
+      golden += p.bytes;
+    }
+    return true;
+  }
+
+  // The reference's own drip batch, the baseline of batch_drip: the same
+  // hand-offs (a watcher thread of this process, on this process's CPU as
+  // the candidate's watcher shares its rank's), verified against the
+  // outputs the batch's slots hold (the reference's, computed just before).
+  void SelfDrip(const Cmd& cmd, Reply* rep) {
+    const int64_t ob = OutBytes();
+    std::vector<char> golden(static_cast<size_t>(ob) * cmd.count), stash;
+    const auto& ins = layout_.in[o_.rank];
+    for (uint32_t k = 0; k < cmd.count; ++k) {
+      char* slot = data_ + layout_.SlotBase(static_cast<int>(cmd.SlotAt(k)));
+      char* g = golden.data() + static_cast<size_t>(ob) * k;
+      for (const Placed& p : layout_.out[o_.rank]) {
+        std::memcpy(g, slot + p.offset, static_cast<size_t>(p.bytes));
+        g += p.bytes;
+      }
+      if (k >= 1)
+        for (const Placed& p : ins) stash.insert(stash.end(), slot + p.offset, slot + p.offset + p.bytes);
+      PoisonOutputs(data_, static_cast<int>(cmd.SlotAt(k)));
+    }
+    WriteDecoys(cmd, data_);
+    DripWord* w = layout_.Drip(data_, o_.rank);
+    w->returned.store(0, std::memory_order_relaxed);
+    w->released.store(1, std::memory_order_release);
+    int64_t in_bytes = 0;
+    for (const Placed& p : ins) in_bytes += p.bytes;
+    DripWatch d;
+    std::thread watcher([&] {
+      d = Watch(
+          w, cmd.count, static_cast<int64_t>(cmd.seed),
+          [&](uint32_t k) {
+            return OutputsMatch(data_, static_cast<int>(cmd.SlotAt(k)),
+                                golden.data() + static_cast<size_t>(ob) * k);
+          },
+          [&](uint32_t k) {
+            char* slot = data_ + layout_.SlotBase(static_cast<int>(cmd.SlotAt(k)));
+            const char* src = stash.data() + static_cast<size_t>(in_bytes) * (k - 1);
+            for (const Placed& p : ins) {
+              std::memcpy(slot + p.offset, src, static_cast<size_t>(p.bytes));
+              src += p.bytes;
+            }
+          });
+    });
+    Reply calls;
+    std::memset(&calls, 0, sizeof calls);
+    DripCalls(cmd, w, &calls);
+    watcher.join();
+    FillDripReply(d, rep);
+    if (calls.rc != 0 || d.stopped) {
+      rep->rc = kRcHarness;
+      snprintf(rep->message, sizeof rep->message, "the reference's drip batch failed: %.200s",
+               calls.rc != 0 ? calls.message : "its watcher stopped");
+    }
+  }
+
+  // The candidate's drip batch, watched: its live outputs are compared with
+  // the reference's (this rank's slots, computed just before) at each
+  // return, and the next call's inputs copied in from the reference's.
+  void WatchCandidateDrip(const Cmd& cmd, Reply* rep) {
+    const int64_t ob = OutBytes();
+    std::vector<char> golden(static_cast<size_t>(ob));
+    DripWord* w = layout_.Drip(cand_data_, o_.rank);
+    const DripWatch d = Watch(
+        w, cmd.count, static_cast<int64_t>(cmd.seed),
+        [&](uint32_t k) {
+          const int slot = static_cast<int>(cmd.SlotAt(k));
+          char* g = golden.data();
+          for (const Placed& p : layout_.out[o_.rank]) {
+            std::memcpy(g, data_ + layout_.SlotBase(slot) + p.offset, static_cast<size_t>(p.bytes));
+            g += p.bytes;
+          }
+          return OutputsMatch(cand_data_, slot, golden.data());
+        },
+        [&](uint32_t k) {
+          const int64_t base = layout_.SlotBase(static_cast<int>(cmd.SlotAt(k)));
+          for (const Placed& p : layout_.in[o_.rank])
+            std::memcpy(cand_data_ + base + p.offset, data_ + base + p.offset,
+                        static_cast<size_t>(p.bytes));
+        });
+    FillDripReply(d, rep);
   }
 
   void PoisonOutputs(char* base, int slot) {

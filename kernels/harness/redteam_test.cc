@@ -548,24 +548,31 @@ double HonestSpeedup() {
   Expect("control_naive", {kOk}, "", 10, "", 0, false, &r);
   return r.status() == Result::OK ? std::max(1.0, r.speedup()) : 1.0;
 }
-const std::set<std::string> kBatchChecks = {"poison_at_start", "timed_output_reverify",
-                                            "poison_unwritten", "outlived_call",
-                                            "batch_consistency"};
 // Caught since 93d7640 by batch_progress (3 of 3 probes "behind": 0% of the
 // calls done at 40-85% of the batch's time; round 5, 3/3 runs each, OK 9-14x
-// before). batch_consistency may fire first (it only flags on the host).
-const Accept kProgressCheat = Cheat({"batch_progress", "batch_consistency"});
+// before), and since the drip batches by batch_drip too (a call that returns
+// before its outputs are written, in a batch where it cannot see a later
+// call's inputs; a whole-batch fuser computes the batch from the decoys
+// there: its outputs are wrong, timed_output_reverify). batch_consistency
+// may fire first (it only flags on the host).
+const Accept kProgressCheat = Cheat(
+    {"batch_progress", "batch_consistency", "batch_drip", "timed_output_reverify"});
 
-// Whether batch_progress had no conclusive probe: every stop fell outside the
-// batch or the candidate was starved by other processes (ctest -j2 on a
-// 2-core host). The judge then, rightly, has no finding.
+// Whether neither batch_progress nor batch_drip had a conclusive finding:
+// every stop fell outside the batch, or the candidate was starved by other
+// processes (ctest -j2 on a 2-core host). The judge then, rightly, has none.
 bool NoConclusiveProbe(const Result& r) {
-  for (const auto& c : r.cheat_checks())
-    if (c.check() == "batch_progress")
-      return c.detail().find("(behind)") == std::string::npos &&
-             c.detail().find("(ahead)") == std::string::npos &&
-             c.detail().find("(consistent)") == std::string::npos;
-  return false;
+  for (const auto& c : r.cheat_checks()) {
+    const std::string& d = c.detail();
+    if (c.check() == "batch_progress" &&
+        (d.find("(behind") != std::string::npos || d.find("(ahead") != std::string::npos ||
+         d.find("(consistent") != std::string::npos))
+      return false;
+    if (c.check() == "batch_drip" &&
+        (d.find("(slow)") != std::string::npos || d.find("(consistent)") != std::string::npos))
+      return false;
+  }
+  return true;
 }
 
 // A whole-batch amortizer: CHEAT_DETECTED; an OK is tolerated only when no
@@ -610,34 +617,16 @@ RT(control_private_scratch, {kOk})
 // its own output, so nothing is written ahead), K = 4, 8, or exactly the
 // judge's short-batch length (one chunk per short batch, four per long one:
 // the short/long ratio stays ~1); deferral in chunks of 8 whose end comes
-// from the harness's own Cmd on the rank's stack. Host: batch_consistency is
-// flag-only, so even a flagged one is OK. Seen OK at 4-11x (control_naive
-// ~1x). The fixed judge must not report OK above 1.5x control_naive's speedup
-// (measured in the same test). A known limit of the judge (docs/threat-model.md
-// row 23 and its residual risks: chunked amortization keeps every probe of
-// batch_progress consistent, OK 4-14x at 93d7640, round 5): skipped unless
-// PKFORGE_REDTEAM_PENDING=1 (they fail then).
-void ExpectNotAboveHonest(const std::string& name, const char* finding) {
-  if (getenv("PKFORGE_REDTEAM_PENDING") == nullptr)
-    GTEST_SKIP() << finding
-                 << ": known limit, not fixed (threat model row 23 residual risk: chunked "
-                    "amortization passes batch_progress); PKFORGE_REDTEAM_PENDING=1 runs it";
-  const double honest = HonestSpeedup();
-  Expect(name, {Accept{Result::CHEAT_DETECTED, kBatchChecks}, kWrong, kOk}, "", 10, "",
-         1.5 * honest);
-}
-TEST(RedTeamPending, lookahead_private_k4) {
-  ExpectNotAboveHonest("lookahead_private_k4", "round 4 finding 2");
-}
-TEST(RedTeamPending, lookahead_private_k8) {
-  ExpectNotAboveHonest("lookahead_private_k8", "round 4 finding 2");
-}
-TEST(RedTeamPending, lookahead_private_shortlen) {
-  ExpectNotAboveHonest("lookahead_private_shortlen", "round 4 finding 2");
-}
-TEST(RedTeamPending, defer_chunk_cmd) {
-  ExpectNotAboveHonest("defer_chunk_cmd", "round 4 finding 3");
-}
+// from the harness's own Cmd on the rank's stack. Seen OK at 4-14x up to
+// b937fc9 (every progress probe consistent: done stays within a chunk of
+// elapsed). Caught by the drip batches (batch_drip): where no call can see a
+// later call's inputs, a call alone costs what the reference's does
+// (3 drip batches slow, 5-13x free-running; 2026-12-05). Computing a chunk
+// from the decoys would be WRONG_OUTPUT; never OK.
+TEST(RedTeam, lookahead_private_k4) { ExpectProgressCheat("lookahead_private_k4"); }
+TEST(RedTeam, lookahead_private_k8) { ExpectProgressCheat("lookahead_private_k8"); }
+TEST(RedTeam, lookahead_private_shortlen) { ExpectProgressCheat("lookahead_private_shortlen"); }
+TEST(RedTeam, defer_chunk_cmd) { ExpectProgressCheat("defer_chunk_cmd"); }
 
 // A timer-interrupt storm on the ranks' CPU while the reference is timed:
 // rank 0 arms ~1000-6000 one-shot timers (timerfds, or io_uring timeouts)
@@ -699,14 +688,9 @@ TEST(RedTeam, probe_window_dodge) { ExpectProgressCheat("probe_window_dodge"); }
 // second one, in place: >= 25% done wherever a probe lands after the first
 // chunk ends, and one consistent probe of three keeps two "behind" below the
 // 3/4 rule (flag only). OK in 8 of 12 runs at 8.4-21.6x at 93d7640 (18%: 1 of
-// 10). The fixed judge convicts it (e.g. several stops per probed batch).
-TEST(RedTeamPending, probe_two_chunk) {
-  if (getenv("PKFORGE_REDTEAM_PENDING") == nullptr)
-    GTEST_SKIP() << "round 5 finding 3 (not fixed: passes batch_progress in about half the runs, "
-                    "one consistent probe keeps two anomalous ones below 3/4 of the conclusive "
-                    "ones); PKFORGE_REDTEAM_PENDING=1 runs it";
-  Expect("probe_two_chunk", {kProgressCheat});
-}
+// 10). Caught by batch_drip since 2026-12-05 (a drip call cannot see the
+// chunk's other inputs).
+TEST(RedTeam, probe_two_chunk) { ExpectProgressCheat("probe_two_chunk"); }
 // False-positive probe: an honest gemm_allreduce 12-22x faster than the host
 // reference (each rank computes only its own product, vectorized, then sums
 // the partials). Its probes must stay consistent: B >= 16 calls keep its

@@ -79,6 +79,15 @@ void SideBarrierWait(SideControl* c, int rank, int world) {
   if (rank >= 0 && rank < kMaxWorld) c->in_barrier[rank].store(0, std::memory_order_relaxed);
 }
 
+void WaitWhileEquals(std::atomic<uint32_t>* word, uint32_t value, int64_t timeout_ns) {
+  if (word->load(std::memory_order_acquire) != value) return;
+  const timespec ts{static_cast<time_t>(timeout_ns / 1'000'000'000),
+                    static_cast<long>(timeout_ns % 1'000'000'000)};
+  Futex(word, FUTEX_WAIT, value, &ts);
+}
+
+void WakeAll(std::atomic<uint32_t>* word) { Futex(word, FUTEX_WAKE, INT_MAX, nullptr); }
+
 int64_t MonotonicNs() {
   timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);

@@ -61,6 +61,12 @@ absl::StatusOr<void*> MapSegment(int fd, uint64_t bytes);
 // share 2 cores in CI). Never times out: the judge's phase deadline bounds it.
 void SideBarrierWait(SideControl* control, int rank, int world);
 
+// Drip hand-offs (protocol.h DripWord): sleeps while *word == value, at
+// most timeout_ns (futex, shared between processes; returns early on any
+// change or wake-up); wakes every waiter on *word.
+void WaitWhileEquals(std::atomic<uint32_t>* word, uint32_t value, int64_t timeout_ns);
+void WakeAll(std::atomic<uint32_t>* word);
+
 int64_t MonotonicNs();
 // Number of threads of `pid` (entries of /proc/<pid>/task), -1 on error.
 int CountThreads(int pid);

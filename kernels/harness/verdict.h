@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/harness/drip_check.h"
 #include "kernels/harness/judge.h"
 #include "kernels/harness/outcome.h"
 #include "kernels/harness/progress_probe.h"
@@ -48,6 +49,8 @@ struct TimingSamples {
   std::vector<double> ref_short_walls, cand_short_walls;
   // Progress probes (progress_probe.h): one per probed batch.
   std::vector<ProgressSample> progress;
+  // Drip batches (drip_check.h, host): one per drip batch pair.
+  std::vector<DripSample> drip;
   uint32_t short_len = 0;  // calls per short batch
   uint32_t batch = 1;      // calls per timed batch
   double overhead_us = 0;  // the reference side's smallest empty round trip

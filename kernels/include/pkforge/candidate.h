@@ -60,8 +60,9 @@ typedef struct pkf_context {
    Each call does its own work, in call order: work for several calls done
    together (one exchange for a whole batch, calls deferred to a later one)
    is detected (checks batch_progress: the candidate is stopped in the middle
-   of secret batches and the calls done so far are counted; and
-   batch_consistency). Helper threads are allowed (idle between calls);
+   of secret batches and the calls done so far are counted; batch_drip: in
+   secret batches a call's inputs appear only once the previous call's
+   outputs were verified; and batch_consistency). Helper threads are allowed (idle between calls);
    child processes are not: a process the candidate started that is still
    alive when a call returns is CHEAT_DETECTED (outlived_call). Kernel timers
    that outlive a stop (timerfd_create, timer_create, io_uring_setup,

@@ -1,0 +1,42 @@
+#include "kernels/harness/drip_check.h"
+
+#include <algorithm>
+
+#include "fmt/format.h"
+
+namespace pkforge::kernels {
+
+namespace {
+constexpr double kNoiseUs = 3.0;
+constexpr double kHandoffShare = 0.5;
+}  // namespace
+
+DripFinding ClassifyDrip(const DripSample& s, double ref_free_us, double cand_free_us) {
+  if (s.starved || s.ref_service_us <= 0 || s.cand_service_us <= 0 || cand_free_us <= 0)
+    return DripFinding::kInconclusive;
+  const double handoff = std::max(0.0, s.ref_service_us - ref_free_us);
+  const double excess = (s.cand_service_us - cand_free_us) - handoff;
+  const double limit = std::max(cand_free_us, kHandoffShare * handoff + kNoiseUs);
+  return excess > limit ? DripFinding::kSlow : DripFinding::kConsistent;
+}
+
+DripVerdict JudgeDrip(const std::vector<DripSample>& samples, double ref_free_us,
+                      double cand_free_us) {
+  DripVerdict v;
+  for (const DripSample& s : samples) {
+    const DripFinding f = ClassifyDrip(s, ref_free_us, cand_free_us);
+    v.slow += f == DripFinding::kSlow;
+    v.conclusive += f != DripFinding::kInconclusive;
+    if (!v.detail.empty()) v.detail += "; ";
+    v.detail += fmt::format("candidate {:.2f} us per call, reference {:.2f} us ({})",
+                            s.cand_service_us, s.ref_service_us,
+                            f == DripFinding::kSlow           ? "slow"
+                            : f == DripFinding::kInconclusive ? "inconclusive"
+                                                              : "consistent");
+  }
+  v.cheat = v.slow >= 2 && 4 * v.slow >= 3 * v.conclusive;
+  v.flag = v.slow >= 1 && !v.cheat;
+  return v;
+}
+
+}  // namespace pkforge::kernels
