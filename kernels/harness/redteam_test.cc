@@ -715,6 +715,55 @@ TEST(RedTeam, storm_blame_freeze) {
   Expect("storm_blame_freeze", {kTimeout, kRuntime, kCheatAny, kOk}, "", 10, "", 1.5 * honest);
 }
 
+// ---- round 6 (helper-redteam6): attacks on batch_drip itself, source-aware --------------------
+// helper-notes/redteam-findings.md "ROUND 6". Measured at 48cf809 (generic
+// command, 2 cores shared with builds; honest control_flag_epoch 4.6-6.9x).
+// An attack of this round is bounded by 1.5x the honest epoch algorithm's
+// speedup measured in the same test (at least 9x, as irq_storm_epoch).
+void ExpectBelowHonestEpoch(const std::string& name) {
+  Result r;
+  Expect("control_flag_epoch", {kOk, Cheat({"batch_drip"})}, "", 10, "", 0, false, &r);
+  const double honest = r.status() == Result::OK ? r.speedup() : 5.0;
+  Expect(name, {kProgressCheat, kOk}, "", 10, "", std::max(1.5 * honest, 9.0));
+}
+// Private look-ahead in chunks of 8 over the barrier-free epoch exchange (no
+// drip awareness): every drip call misses its cache and computes a chunk from
+// decoys, ~50 us a call against the honest epoch's ~44: slow on 3 of 3 drip
+// batches in 3 of 3 runs (CHEAT_DETECTED batch_drip at 10.9-12.0x
+// free-running, reference free median ~36 us). Would pass where that
+// median is below ~33 us (finding 1).
+TEST(RedTeam, drip_chunk_epoch_k8) { ExpectProgressCheat("drip_chunk_epoch_k8"); }
+// The same, honest (one exchange a call) on drip batches it tells by the
+// hand-off gap (> 3 us between calls): its drip calls cost what the honest
+// control's do (~45 us), so batch_drip judges it like the control: OK 10.0x,
+// 8.9x (k8), 11.6x (k16) when the reference's free median was ~36-37.5 us;
+// CHEAT batch_drip at 38.6 us, batch_progress otherwise (2 behind + 1
+// consistent is only a flag). Finding 1: the drip rule cannot tell a 2x
+// amortizer from the honest algorithm at the fast end.
+TEST(RedTeamPending, drip_aware_epoch_k8) {
+  if (getenv("PKFORGE_REDTEAM_PENDING") == nullptr)
+    GTEST_SKIP() << "round 6 finding 1 (OK 8.9-10x); PKFORGE_REDTEAM_PENDING=1 runs it";
+  ExpectBelowHonestEpoch("drip_aware_epoch_k8");
+}
+TEST(RedTeamPending, drip_aware_epoch_k16) {
+  if (getenv("PKFORGE_REDTEAM_PENDING") == nullptr)
+    GTEST_SKIP() << "round 6 finding 1 (OK 11.6x); PKFORGE_REDTEAM_PENDING=1 runs it";
+  ExpectBelowHonestEpoch("drip_aware_epoch_k16");
+}
+// Every drip batch "starved" (inconclusive) by the candidate's own doing: a
+// drip batch is told by a cached call whose inputs changed (the decoys were
+// replaced); there a private spinner thread, started at call 1 and joined in
+// the batch's last call, holds the CPU while the ranks' main threads wait
+// runnable (sched_yield). Its CPU time is in neither of RanksCpuNs's
+// per-thread readings (it did not exist at either), so `used` < 0.5 while
+// the main threads' run-queue wait share is far above the least one:
+// OK 7.6-9.9x (chunks of 4), batch_drip "3 inconclusive" in every run.
+TEST(RedTeamPending, drip_starve_spinner) {
+  if (getenv("PKFORGE_REDTEAM_PENDING") == nullptr)
+    GTEST_SKIP() << "round 6 finding 2 (OK 7.6-9.9x); PKFORGE_REDTEAM_PENDING=1 runs it";
+  ExpectBelowHonestEpoch("drip_starve_spinner");
+}
+
 // ---- output policy self-test, every problem ------------------------------------------------
 // All-zero outputs and outputs that repeat the rank's first input must be
 // rejected by every problem, dtype and world size 1 and 3 (a problem that
