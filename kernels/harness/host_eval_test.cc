@@ -101,7 +101,8 @@ TEST(HostEval, EveryNaiveCandidateIsOkAtWorldSizes1To8) {
       EXPECT_GT(l.result.roofline().roofline_us(), 0);
       for (const char* c : {"timed_output_reverify", "input_mutation", "outlived_call",
                             "poison_unwritten", "determinism", "wallclock_crosscheck",
-                            "reference_isolation", "static_scan", "speedup_plausibility"}) {
+                            "reference_isolation", "static_scan", "speedup_plausibility",
+                            "batch_progress", "batch_drip"}) {
         const auto* chk = FindCheck(l.result, c);
         ASSERT_NE(chk, nullptr) << c;
         if (!chk->flag_only()) {
