@@ -290,8 +290,8 @@ void AntiCheat::BatchDrip(const TimingSamples& s) {
   const std::string d = fmt::format(
       "{} secretly chosen batches of {} calls whose inputs were put in place one call at a time "
       "(each once the previous call's outputs were verified), against {:.2f} us per call "
-      "free-running (reference {:.2f} us): {}",
-      s.drip.size(), s.batch, cand_free, ref_free, v.detail);
+      "free-running (reference {:.2f} us; {:.1f} ms of the evaluation): {}",
+      s.drip.size(), s.batch, cand_free, ref_free, s.drip_ms, v.detail);
   if (v.cheat) {
     out_->Cheat("batch_drip",
                 d + ": a call alone costs over twice what it did when later calls' inputs were "

@@ -659,6 +659,7 @@ bool Judge::PoisonAtStart(const Cmd& batch, int j, v1::Phase ph) {
 // Every output is checked again from a snapshot afterwards; one that was not
 // complete at its call's return but is by the end was deferred.
 bool Judge::DripPair(const Cmd& batch, int j, v1::Phase ph) {
+  const int64_t t_start = MonotonicNs();
   std::vector<Reply> r, rr, wr;
   const uint64_t limit_ms = static_cast<uint64_t>(std::max(1.0, o_.timeout_s) * 1000);
   if (!pool_.RoundCmd(pool_.refs(), batch, ph, &r)) return false;
@@ -712,6 +713,7 @@ bool Judge::DripPair(const Cmd& batch, int j, v1::Phase ph) {
   }
   s.starved = !ref_ok || (share > least_wait_share_ + 0.25 && used < 0.5);
   samples_.drip.push_back(s);
+  samples_.drip_ms += (MonotonicNs() - t_start) / 1e6;
   return true;
 }
 

@@ -51,6 +51,7 @@ struct TimingSamples {
   std::vector<ProgressSample> progress;
   // Drip batches (drip_check.h, host): one per drip batch pair.
   std::vector<DripSample> drip;
+  double drip_ms = 0;  // the judge's time in drip batch pairs (their cost, reported)
   uint32_t short_len = 0;  // calls per short batch
   uint32_t batch = 1;      // calls per timed batch
   double overhead_us = 0;  // the reference side's smallest empty round trip
