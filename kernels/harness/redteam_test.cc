@@ -764,6 +764,13 @@ TEST(RedTeamPending, drip_starve_spinner) {
   ExpectBelowHonestEpoch("drip_starve_spinner");
 }
 
+// Starving drip batches with a TRUSTED process's CPU time instead: each drip
+// call wakes its rank's watcher (FUTEX_WAKE on the candidate's own drip word,
+// then sched_yield) for 300 us before its honest exchange. Held: 3/3
+// CHEAT_DETECTED batch_drip (373 us a drip call, slow; the candidate's own
+// wake/yield loop is most of the CPU time, so it is not "starved").
+TEST(RedTeam, drip_watcher_storm) { ExpectProgressCheat("drip_watcher_storm"); }
+
 // ---- output policy self-test, every problem ------------------------------------------------
 // All-zero outputs and outputs that repeat the rank's first input must be
 // rejected by every problem, dtype and world size 1 and 3 (a problem that
