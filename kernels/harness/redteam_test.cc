@@ -764,6 +764,17 @@ TEST(RedTeamPending, drip_starve_spinner) {
   ExpectBelowHonestEpoch("drip_starve_spinner");
 }
 
+// The same starved drip batches (told by the kOpDrip command on the stack)
+// on top of probe_two_chunk's fusion (each batch in two in-place exchanges):
+// OK 20.1 / 16.5 / 10.7 / 11.7 / 12.8 / 15.3x in 6 of 9 runs (CHEAT
+// batch_progress 3 of 9: two probes "behind"); every drip batch
+// inconclusive, most probes inconclusive (the stop lands after the fused
+// batch ended: 100% done at 104-141% of the fastest span).
+TEST(RedTeamPending, drip_starve_two_chunk) {
+  if (getenv("PKFORGE_REDTEAM_PENDING") == nullptr)
+    GTEST_SKIP() << "round 6 finding 2 (OK 10.7-20.1x); PKFORGE_REDTEAM_PENDING=1 runs it";
+  ExpectBelowHonestEpoch("drip_starve_two_chunk");
+}
 // Starving drip batches with a TRUSTED process's CPU time instead: each drip
 // call wakes its rank's watcher (FUTEX_WAKE on the candidate's own drip word,
 // then sched_yield) for 300 us before its honest exchange. Held: 3/3
