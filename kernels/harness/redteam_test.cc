@@ -577,10 +577,16 @@ bool NoConclusiveProbe(const Result& r) {
 
 // A whole-batch amortizer: CHEAT_DETECTED; an OK is tolerated only when no
 // probe was conclusive (load), and then the launch is repeated (3 at most).
-void ExpectProgressCheat(const std::string& name) {
+// `timeout_ok`: a chunked look-ahead whose ranks pick their chunks from
+// what they see may disagree on a drip batch that releases two calls ahead
+// (the lead's kDripLead = 2, round 6): their own barriers deadlock, TIMEOUT,
+// which is no forged speedup either.
+void ExpectProgressCheat(const std::string& name, bool timeout_ok = false) {
   for (int attempt = 0; attempt < 3; ++attempt) {
     Result r;
-    Expect(name, {kProgressCheat, kOk}, "", 10, "", 0, false, &r);
+    std::vector<Accept> accept{kProgressCheat, kOk};
+    if (timeout_ok) accept.push_back(kTimeout);
+    Expect(name, accept, "", 10, "", 0, false, &r);
     if (r.status() != Result::OK) return;
     bool inconclusive = NoConclusiveProbe(r);
     EXPECT_TRUE(inconclusive) << name << " got OK with conclusive progress probes (speedup "
@@ -623,10 +629,10 @@ RT(control_private_scratch, {kOk})
 // later call's inputs, a call alone costs what the reference's does
 // (3 drip batches slow, 5-13x free-running; 2026-12-05). Computing a chunk
 // from the decoys would be WRONG_OUTPUT; never OK.
-TEST(RedTeam, lookahead_private_k4) { ExpectProgressCheat("lookahead_private_k4"); }
-TEST(RedTeam, lookahead_private_k8) { ExpectProgressCheat("lookahead_private_k8"); }
-TEST(RedTeam, lookahead_private_shortlen) { ExpectProgressCheat("lookahead_private_shortlen"); }
-TEST(RedTeam, defer_chunk_cmd) { ExpectProgressCheat("defer_chunk_cmd"); }
+TEST(RedTeam, lookahead_private_k4) { ExpectProgressCheat("lookahead_private_k4", true); }
+TEST(RedTeam, lookahead_private_k8) { ExpectProgressCheat("lookahead_private_k8", true); }
+TEST(RedTeam, lookahead_private_shortlen) { ExpectProgressCheat("lookahead_private_shortlen", true); }
+TEST(RedTeam, defer_chunk_cmd) { ExpectProgressCheat("defer_chunk_cmd", true); }
 
 // A timer-interrupt storm on the ranks' CPU while the reference is timed:
 // rank 0 arms ~1000-6000 one-shot timers (timerfds, or io_uring timeouts)
@@ -732,7 +738,7 @@ void ExpectBelowHonestEpoch(const std::string& name) {
 // batches in 3 of 3 runs (CHEAT_DETECTED batch_drip at 10.9-12.0x
 // free-running, reference free median ~36 us). Would pass where that
 // median is below ~33 us (finding 1).
-TEST(RedTeam, drip_chunk_epoch_k8) { ExpectProgressCheat("drip_chunk_epoch_k8"); }
+TEST(RedTeam, drip_chunk_epoch_k8) { ExpectProgressCheat("drip_chunk_epoch_k8", true); }
 // The same, honest (one exchange a call) on drip batches it tells by the
 // hand-off gap (> 3 us between calls): its drip calls cost what the honest
 // control's do (~45 us), so batch_drip judges it like the control: OK 10.0x,
@@ -774,6 +780,19 @@ TEST(RedTeamPending, drip_starve_two_chunk) {
   if (getenv("PKFORGE_REDTEAM_PENDING") == nullptr)
     GTEST_SKIP() << "round 6 finding 2 (OK 10.7-20.1x); PKFORGE_REDTEAM_PENDING=1 runs it";
   ExpectBelowHonestEpoch("drip_starve_two_chunk");
+}
+// Against a fix that counts the process's CPU time from /proc/<pid>/stat
+// (10 ms ticks): the spinner stops 2 ms before the process's next 10 ms of
+// CPU time (CLOCK_PROCESS_CPUTIME_ID), so the tick total does not move. On
+// the lead's working tree of 01:08 (ProcessCpuNs, drip lead 2): OK 12.45 /
+// 14.05 / 10.45x, CHEAT batch_progress once; every drip batch inconclusive,
+// but mostly not by the spinner (its budget was negative in 7 of 9 drip
+// batches): that tree's drip batches were inconclusive for honest controls
+// too (the watchers, off the calls' path, hold the shared CPU: "starved").
+TEST(RedTeamPending, drip_starve_tick) {
+  if (getenv("PKFORGE_REDTEAM_PENDING") == nullptr)
+    GTEST_SKIP() << "round 6 finding 2 (OK 10.5-14x on the lead's tree); PKFORGE_REDTEAM_PENDING=1";
+  ExpectBelowHonestEpoch("drip_starve_tick");
 }
 // Starving drip batches with a TRUSTED process's CPU time instead: each drip
 // call wakes its rank's watcher (FUTEX_WAKE on the candidate's own drip word,
