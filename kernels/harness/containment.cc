@@ -125,6 +125,13 @@ int64_t ThreadCpuNs(int pid, int tid) {
   return ticks * (1'000'000'000 / sysconf(_SC_CLK_TCK));
 }
 
+int64_t ProcessCpuNs(int pid) {
+  const std::vector<std::string> f = StatFields(ReadSmallFile(fmt::format("/proc/{}/stat", pid)));
+  if (f.size() < 13) return -1;
+  const int64_t ticks = std::atoll(f[11].c_str()) + std::atoll(f[12].c_str());
+  return ticks * (1'000'000'000 / sysconf(_SC_CLK_TCK));
+}
+
 int64_t ProcessRunDelayNs(int pid) {
   int64_t sum = 0;
   bool any = false;

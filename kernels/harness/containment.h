@@ -124,6 +124,9 @@ class CandidateProcesses {
 char ThreadState(int pid, int tid);
 // CPU time of a thread in ns (schedstat, or stat's utime+stime); -1 if gone.
 int64_t ThreadCpuNs(int pid, int tid);
+// CPU time of a whole process, threads that already exited included
+// (/proc/<pid>/stat's utime+stime: clock-tick resolution); -1 if gone.
+int64_t ProcessCpuNs(int pid);
 std::vector<int> ThreadIds(int pid);
 // Time the threads of a process spent runnable but waiting for a CPU, in ns
 // (schedstat's run_delay, summed over its threads); -1 when unavailable.

@@ -12,6 +12,7 @@ constexpr double kHandoffShare = 0.5;
 }  // namespace
 
 DripFinding ClassifyDrip(const DripSample& s, double ref_free_us, double cand_free_us) {
+  if (s.ref_free_us > 0) ref_free_us = s.ref_free_us;
   if (s.starved || s.ref_service_us <= 0 || s.cand_service_us <= 0 || cand_free_us <= 0)
     return DripFinding::kInconclusive;
   const double handoff = std::max(0.0, s.ref_service_us - ref_free_us);
@@ -28,8 +29,9 @@ DripVerdict JudgeDrip(const std::vector<DripSample>& samples, double ref_free_us
     v.slow += f == DripFinding::kSlow;
     v.conclusive += f != DripFinding::kInconclusive;
     if (!v.detail.empty()) v.detail += "; ";
-    v.detail += fmt::format("candidate {:.2f} us per call, reference {:.2f} us ({})",
+    v.detail += fmt::format("candidate {:.2f} us per call, reference {:.2f} us (free {:.2f}) ({})",
                             s.cand_service_us, s.ref_service_us,
+                            s.ref_free_us > 0 ? s.ref_free_us : ref_free_us,
                             f == DripFinding::kSlow           ? "slow"
                             : f == DripFinding::kInconclusive ? "inconclusive"
                                                               : "consistent");

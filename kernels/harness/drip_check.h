@@ -1,23 +1,25 @@
 // Drip batches (anti-cheat check "batch_drip", host backend).
 //
 // Contract. On a few batches drawn from secret randomness every call's
-// inputs but the first are decoys until a trusted watcher (the reference
-// rank) has verified the previous call's outputs and copied the call's real
-// inputs in: no call can see a later call's inputs, so work for several calls
-// cannot be done together, at any chunk size. The watcher's clock gives each
-// call's service time (inputs released -> return seen: the call plus two
-// hand-offs). The reference runs the same drip batch on its own buffers,
-// watched the same way, so its service time less its free-running per-call
-// time is what the hand-offs cost. A candidate whose drip calls, less that
-// cost, take more than twice its free-running per-call time did in its timed
-// batches what a call cannot do alone: amortized work over calls it could
-// see ahead (honest calls are the same with or without the drip).
+// inputs but the first kDripLead (protocol.h; 1) are decoys until a trusted
+// watcher (the reference rank) has verified the outputs of the call
+// kDripLead earlier and copied the call's real inputs in: no call can see a
+// later call's inputs, so no work can be done for several calls together, at
+// any chunk size. The watcher's clock gives the time between two returns (a
+// call plus the hand-offs). The reference runs the same drip batch on its own
+// buffers, watched the same way, right after a timed free-running batch on
+// the same inputs: its drip time less its free time is what the hand-offs
+// cost. A candidate whose drip calls, less that cost, take more than twice
+// its free-running per-call time did in its timed batches what a call alone
+// cannot do: amortized work over calls it could see ahead (honest calls cost
+// the same with or without the drip).
 //
 // Also: a drip call that returned before its outputs matched, whose outputs
 // were right by the end of the batch, deferred its work (see judge.cc).
 //
 // Known limit (docs/threat-model.md): a gain below 2x from amortization is
-// not distinguished from hand-off noise; cuda has no drip batches yet.
+// not distinguished from hand-off noise (on a 2-core host: calls of a few
+// us); cuda has no drip batches yet.
 //
 // Pure functions; no state, any thread.
 #pragma once
@@ -30,13 +32,16 @@ namespace pkforge::kernels {
 struct DripSample {
   double ref_service_us = 0;   // median per call of the reference's drip batch
   double cand_service_us = 0;  // median per call of the candidate's (the slowest rank)
+  double ref_free_us = 0;      // the reference's free-running per call just before
+                               // (0: use the timed batches' median)
   bool starved = false;        // other load kept the candidate's calls from a CPU
 };
 
 enum class DripFinding { kConsistent, kSlow, kInconclusive };
 
-// One drip batch against the free-running per-call times of the timed
-// batches (medians, us): slow when the candidate's excess over its free
+// One drip batch against the free-running per-call times (the candidate's:
+// its timed batches' median; the reference's: its batch just before the
+// drip, else its timed batches' median; us): slow when the candidate's excess over its free
 // time exceeds the reference's excess by more than the candidate's free time
 // (a 2x gain) and by more than half the reference's hand-off cost plus 3 us
 // (scheduling noise of the hand-offs).

@@ -5,48 +5,66 @@
 namespace pkforge::kernels {
 namespace {
 
+DripSample S(double ref_service, double cand_service, bool starved, double ref_free = 0) {
+  DripSample s;
+  s.ref_service_us = ref_service;
+  s.cand_service_us = cand_service;
+  s.starved = starved;
+  s.ref_free_us = ref_free;
+  return s;
+}
+
 // Free-running per call: reference 35 us. Hand-offs cost the reference 10 us.
 TEST(DripCheck, HonestCandidatesAreConsistentAtAnySpeed) {
   // As fast as the reference, the same hand-off cost.
-  EXPECT_EQ(ClassifyDrip({45, 46, false}, 35, 35), DripFinding::kConsistent);
+  EXPECT_EQ(ClassifyDrip(S(45, 46, false), 35, 35), DripFinding::kConsistent);
   // Honestly 3.5x faster: 10 us free, 20 us dripped.
-  EXPECT_EQ(ClassifyDrip({45, 20, false}, 35, 10), DripFinding::kConsistent);
+  EXPECT_EQ(ClassifyDrip(S(45, 20, false), 35, 10), DripFinding::kConsistent);
   // Honestly slower.
-  EXPECT_EQ(ClassifyDrip({45, 110, false}, 35, 100), DripFinding::kConsistent);
+  EXPECT_EQ(ClassifyDrip(S(45, 110, false), 35, 100), DripFinding::kConsistent);
   // A 1 us call with hand-offs a few us dearer than the reference's (another
   // process watches it): within the noise allowance.
-  EXPECT_EQ(ClassifyDrip({45, 15, false}, 35, 1), DripFinding::kConsistent);
+  EXPECT_EQ(ClassifyDrip(S(45, 15, false), 35, 1), DripFinding::kConsistent);
 }
 
 TEST(DripCheck, AmortizationShowsAsSlowDripCalls) {
   // Red team lookahead_private_k4: 10 us per call free-running (3.5x), but a
   // call alone costs what the reference's does.
-  EXPECT_EQ(ClassifyDrip({45, 46, false}, 35, 10), DripFinding::kSlow);
+  EXPECT_EQ(ClassifyDrip(S(45, 46, false), 35, 10), DripFinding::kSlow);
   // A 2x gain is at the limit; beyond it, slow.
-  EXPECT_EQ(ClassifyDrip({45, 45, false}, 35, 17.5), DripFinding::kConsistent);
-  EXPECT_EQ(ClassifyDrip({45, 45, false}, 35, 15), DripFinding::kSlow);
+  EXPECT_EQ(ClassifyDrip(S(45, 45, false), 35, 17.5), DripFinding::kConsistent);
+  EXPECT_EQ(ClassifyDrip(S(45, 45, false), 35, 15), DripFinding::kSlow);
+}
+
+// The reference's free time next to its drip batch, not the timed batches'
+// median (red team round 6: on a loaded host that median swung 35-90 us while
+// the drip stayed at 63 us, and an honest 6 us candidate, dripped at 44 us,
+// was convicted).
+TEST(DripCheck, TheReferencesFreeTimeIsTakenNextToItsDrip) {
+  EXPECT_EQ(ClassifyDrip(S(63.5, 44, false), 50, 6), DripFinding::kSlow);
+  EXPECT_EQ(ClassifyDrip(S(63.5, 44, false, 36), 50, 6), DripFinding::kConsistent);
 }
 
 TEST(DripCheck, StarvedOrEmptyIsInconclusive) {
-  EXPECT_EQ(ClassifyDrip({45, 90, true}, 35, 10), DripFinding::kInconclusive);
-  EXPECT_EQ(ClassifyDrip({0, 90, false}, 35, 10), DripFinding::kInconclusive);
-  EXPECT_EQ(ClassifyDrip({45, 90, false}, 35, 0), DripFinding::kInconclusive);
+  EXPECT_EQ(ClassifyDrip(S(45, 90, true), 35, 10), DripFinding::kInconclusive);
+  EXPECT_EQ(ClassifyDrip(S(0, 90, false), 35, 10), DripFinding::kInconclusive);
+  EXPECT_EQ(ClassifyDrip(S(45, 90, false), 35, 0), DripFinding::kInconclusive);
 }
 
 TEST(DripCheck, TwoSlowBatchesConvictOneFlags) {
-  const DripVerdict once = JudgeDrip({{45, 46, false}, {45, 20, false}, {45, 21, false}}, 35, 10);
+  const DripVerdict once = JudgeDrip({S(45, 46, false), S(45, 20, false), S(45, 21, false)}, 35, 10);
   EXPECT_FALSE(once.cheat);
   EXPECT_TRUE(once.flag);
-  const DripVerdict twice = JudgeDrip({{45, 46, false}, {45, 47, false}, {45, 20, true}}, 35, 10);
+  const DripVerdict twice = JudgeDrip({S(45, 46, false), S(45, 47, false), S(45, 20, true)}, 35, 10);
   EXPECT_TRUE(twice.cheat);
   EXPECT_EQ(twice.slow, 2);
   EXPECT_EQ(twice.conclusive, 2);
-  EXPECT_NE(twice.detail.find("candidate 46.00 us per call, reference 45.00 us (slow)"),
+  EXPECT_NE(twice.detail.find("candidate 46.00 us per call, reference 45.00 us (free 35.00) (slow)"),
             std::string::npos)
       << twice.detail;
   // Two of three slow: under 3/4 of the conclusive ones, a flag.
   const DripVerdict two_of_three =
-      JudgeDrip({{45, 46, false}, {45, 47, false}, {45, 20, false}}, 35, 10);
+      JudgeDrip({S(45, 46, false), S(45, 47, false), S(45, 20, false)}, 35, 10);
   EXPECT_FALSE(two_of_three.cheat);
   EXPECT_TRUE(two_of_three.flag);
   EXPECT_FALSE(JudgeDrip({}, 35, 10).cheat);

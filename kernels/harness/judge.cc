@@ -58,11 +58,18 @@ constexpr int kExtraProbes = 6;
 // places after the first kProbeAfter timed batches.
 constexpr int kDripBatches = 3;
 
-// CPU time of every thread of the candidate ranks, ns.
+// CPU time of the candidate ranks, ns: per rank, its live threads' (ns
+// resolution) or the whole process's with its exited threads (tick
+// resolution), whichever is more: a thread started and joined inside a batch
+// is in no thread list (red team round 6 drip_starve_spinner hid a spinner
+// that way to have its drip batches counted as starved by others).
 int64_t RanksCpuNs(const std::vector<RankProc*>& ranks) {
   int64_t sum = 0;
-  for (const RankProc* p : ranks)
-    for (int tid : ThreadIds(p->pid)) sum += std::max<int64_t>(0, ThreadCpuNs(p->pid, tid));
+  for (const RankProc* p : ranks) {
+    int64_t threads = 0;
+    for (int tid : ThreadIds(p->pid)) threads += std::max<int64_t>(0, ThreadCpuNs(p->pid, tid));
+    sum += std::max(threads, ProcessCpuNs(p->pid));
+  }
   return sum;
 }
 // CPUs the candidate ranks may run on (the union of their affinity masks).
@@ -199,7 +206,9 @@ class Judge {
   bool ProbeRoundTrip(v1::Phase phase, double* min_us);
   void ChooseBatchLength(double overhead_us);
   bool BatchInputs(const Cmd& batch, v1::Phase phase, uint32_t flags = 0);
-  bool DripPair(const Cmd& batch, int index, v1::Phase phase);
+  // overhead_us: the smallest empty round trip so far (subtracted from the
+  // reference's free batch, as from timed ones).
+  bool DripPair(const Cmd& batch, int index, v1::Phase phase, double overhead_us);
   bool PoisonAtStart(const Cmd& batch, int index, v1::Phase phase);
   // pause_ns > 0: the candidate's batch is a progress probe (ProgressProbe),
   // not a timed sample.
@@ -512,7 +521,7 @@ bool Judge::Timing() {
     next = (next + len) % static_cast<uint32_t>(sets_);
     if (drip.count(j) > 0) {
       // Not a timed sample: a drip batch of each side (DripPair).
-      if (!BatchInputs(batch, ph, kGenDrip) || !DripPair(batch, j, ph)) return false;
+      if (!BatchInputs(batch, ph, kGenDrip) || !DripPair(batch, j, ph, o)) return false;
       continue;
     }
     if (!BatchInputs(batch, ph)) return false;
@@ -658,11 +667,18 @@ bool Judge::PoisonAtStart(const Cmd& batch, int j, v1::Phase ph) {
 // compared at its return and only then the next call's inputs copied in.
 // Every output is checked again from a snapshot afterwards; one that was not
 // complete at its call's return but is by the end was deferred.
-bool Judge::DripPair(const Cmd& batch, int j, v1::Phase ph) {
+bool Judge::DripPair(const Cmd& batch, int j, v1::Phase ph, double overhead_us) {
   const int64_t t_start = MonotonicNs();
   std::vector<Reply> r, rr, wr;
   const uint64_t limit_ms = static_cast<uint64_t>(std::max(1.0, o_.timeout_s) * 1000);
-  if (!pool_.RoundCmd(pool_.refs(), batch, ph, &r)) return false;
+  // The reference's free-running batch, timed: its per-call time next to
+  // its drip batch, under the same load (the timed batches' median can be
+  // far off on a loaded host: red team round 6 saw it swing 35-90 us while
+  // the drip stayed at 63 us).
+  int64_t ref_wall = 0;
+  if (!pool_.RoundCmd(pool_.refs(), batch, ph, &r, &ref_wall)) return false;
+  DripSample s;
+  s.ref_free_us = std::max(ref_wall / 1e3 - overhead_us, 0.0) / std::max<uint32_t>(batch.count, 1);
   Cmd self = batch;
   self.op = kOpDrip;
   self.seed = limit_ms;
@@ -690,7 +706,6 @@ bool Judge::DripPair(const Cmd& batch, int j, v1::Phase ph) {
   snap.op = kOpSnapshot;
   if (!pool_.RoundCmd(pool_.refs(), snap, ph, &r)) return false;
   if (!CheckBatch(batch, j, ph, true, "drip batch")) return false;
-  DripSample s;
   int64_t deferred = -1;
   int deferred_rank = 0;
   bool ref_ok = true;

@@ -49,9 +49,9 @@ enum Op : uint32_t {
                     //       and before the candidate's code is loaded (kOpSetup)
   kOpHello = 14,    // cand: sent unasked once hardened, before any candidate code is loaded;
                     //       rc = kRcHarness when hardening failed (the only trusted cand reply)
-  // Drip batches (host; check batch_drip): each call's inputs are put in
-  // place only once the previous call's outputs were verified, so no call
-  // can see a later call's inputs.
+  // Drip batches (host; check batch_drip): call k + kDripLead's inputs are
+  // put in place only once call k's outputs were verified, so no call can
+  // see the inputs of a call more than kDripLead - 1 ahead.
   kOpDrip = 19,       // cand: `count` calls, call k started once its rank's DripWord says
                       //       released > k, returned = k + 1 after it.
                       // ref: the same on its own buffers, its own inputs released by a
@@ -59,20 +59,28 @@ enum Op : uint32_t {
                       //       seed = the watcher's time limit, ms. The batch's slots must
                       //       hold the reference's outputs (golden) when it starts.
   kOpDripWatch = 20,  // ref: watch the candidate's drip batch: at each return compare the
-                      //       call's live outputs with the reference's, then copy the next
-                      //       call's inputs in and release it; seed = time limit, ms.
+                      //       call's live outputs with the reference's, then copy call
+                      //       k + kDripLead's inputs in and release it; seed = time limit, ms.
                       // Both drip replies (ref): value = calls whose outputs matched at
                       //       their return, input_diff = 1 + the first call that did not
-                      //       (0: none), t0_ns = the median of the calls' service times
-                      //       (release to observed return, ns, calls 1..count-1),
+                      //       (0: none), t0_ns = the median time between two returns seen
+                      //       by the watcher (ns: the calls' throughput),
                       //       t1_ns = 1 when the watched calls stopped before the end
                       //       (kOpDripWatch: rc stays 0, it is the candidate's doing).
 };
 
 // Cmd::flags of kOpGen: kGenDrip writes decoys (other generated inputs) into
-// the candidate's inputs of every call of the batch but the first, and arms
-// the candidate's drip words (released 1, returned 0).
+// the candidate's inputs of every call of the batch but the first kDripLead,
+// and arms the candidate's drip words (released kDripLead, returned 0).
 inline constexpr uint32_t kGenDrip = 2;
+// How far ahead of the last verified call inputs are released. 1: no call
+// sees another's inputs. 2 was tried (2026-12-05) to take the hand-off off
+// an honest candidate's path; it does not on a host whose rank and watcher
+// share a CPU (the watcher's work still runs between the calls: an honest
+// barrier-free allreduce dripped at 33 us a call against 44 us at 1, the
+// reference at 52 against 63), lets two calls be fused, and makes the
+// candidate wait runnable behind its watcher (counted as starvation).
+inline constexpr uint32_t kDripLead = 1;
 // The decoys' seed (never the call's own).
 inline constexpr uint64_t kDripDecoySalt = 0x6a09e667f3bcc909ull;
 // returned == kDripAbort: the calls stopped (a call failed); released ==

@@ -322,11 +322,12 @@ class Rank {
     }
   }
 
-  // The decoys of a drip batch: every call's inputs but the first, on the
-  // candidate's side, are other generated values until released.
+  // The decoys of a drip batch: every call's inputs but the first
+  // kDripLead, on the candidate's side, are other generated values until
+  // released.
   void WriteDecoys(const Cmd& cmd, char* base) {
     const auto& ins = layout_.in[o_.rank];
-    for (uint32_t k = 1; k < cmd.count; ++k)
+    for (uint32_t k = kDripLead; k < cmd.count; ++k)
       for (size_t i = 0; i < ins.size(); ++i) {
         const Placed& p = ins[i];
         const uint64_t key = StreamKey(BatchSeed(cmd.seed ^ kDripDecoySalt, k),
@@ -340,26 +341,27 @@ class Rank {
     WriteDecoys(cmd, cand_data_);
     DripWord* w = layout_.Drip(cand_data_, o_.rank);
     w->returned.store(0, std::memory_order_relaxed);
-    w->released.store(1, std::memory_order_release);
+    w->released.store(kDripLead, std::memory_order_release);
   }
 
   struct DripWatch {
     uint32_t matched = 0;     // calls whose outputs matched at their return
     int64_t first_bad = -1;   // the first call that did not
     bool stopped = false;     // the calls stopped (a failure, or the time limit)
-    std::vector<int64_t> service_ns;  // calls 1..: input released -> return observed
+    std::vector<int64_t> gap_ns;  // between two returns seen (calls 1..)
   };
 
   // The watcher's side of a drip batch: at each return, `verify(k)` on the
-  // call's live outputs, then `release(k + 1)` puts the next call's inputs in
-  // place and the word releases it. The service time runs from just after
-  // that release to when the return is seen: the call, two hand-offs.
+  // call's live outputs, then `release(k + kDripLead)` puts that call's
+  // inputs in place and the word releases it. The time between two returns
+  // seen is a call's share of the batch (throughput: the hand-off of call k
+  // overlaps call k + 1 unless the watcher falls behind).
   static DripWatch Watch(DripWord* w, uint32_t n, int64_t limit_ms,
                          const std::function<bool(uint32_t)>& verify,
                          const std::function<void(uint32_t)>& release) {
     DripWatch d;
     const int64_t deadline = MonotonicNs() + limit_ms * 1'000'000;
-    int64_t t_rel = 0;
+    int64_t t_prev = 0;
     for (uint32_t k = 0; k < n; ++k) {
       for (;;) {
         const uint32_t r = w->returned.load(std::memory_order_acquire);
@@ -373,15 +375,15 @@ class Rank {
         WaitWhileEquals(&w->returned, r, 10'000'000);
       }
       const int64_t t_obs = MonotonicNs();
-      if (k >= 1) d.service_ns.push_back(t_obs - t_rel);
+      if (k >= 1) d.gap_ns.push_back(t_obs - t_prev);
+      t_prev = t_obs;
       if (verify(k))
         ++d.matched;
       else if (d.first_bad < 0)
         d.first_bad = k;
-      if (k + 1 < n) {
-        release(k + 1);
-        t_rel = MonotonicNs();
-        w->released.store(k + 2, std::memory_order_release);
+      if (k + kDripLead < n) {
+        release(k + kDripLead);
+        w->released.store(k + kDripLead + 1, std::memory_order_release);
         WakeAll(&w->released);
       }
     }
@@ -391,7 +393,7 @@ class Rank {
   static void FillDripReply(const DripWatch& d, Reply* rep) {
     rep->value = d.matched;
     rep->input_diff = d.first_bad < 0 ? 0 : static_cast<uint64_t>(d.first_bad) + 1;
-    std::vector<int64_t> s = d.service_ns;
+    std::vector<int64_t> s = d.gap_ns;
     if (!s.empty()) {
       std::nth_element(s.begin(), s.begin() + static_cast<std::ptrdiff_t>(s.size() / 2), s.end());
       rep->t0_ns = s[s.size() / 2];
@@ -429,14 +431,14 @@ class Rank {
         std::memcpy(g, slot + p.offset, static_cast<size_t>(p.bytes));
         g += p.bytes;
       }
-      if (k >= 1)
+      if (k >= kDripLead)
         for (const Placed& p : ins) stash.insert(stash.end(), slot + p.offset, slot + p.offset + p.bytes);
       PoisonOutputs(data_, static_cast<int>(cmd.SlotAt(k)));
     }
     WriteDecoys(cmd, data_);
     DripWord* w = layout_.Drip(data_, o_.rank);
     w->returned.store(0, std::memory_order_relaxed);
-    w->released.store(1, std::memory_order_release);
+    w->released.store(kDripLead, std::memory_order_release);
     int64_t in_bytes = 0;
     for (const Placed& p : ins) in_bytes += p.bytes;
     DripWatch d;
@@ -449,7 +451,7 @@ class Rank {
           },
           [&](uint32_t k) {
             char* slot = data_ + layout_.SlotBase(static_cast<int>(cmd.SlotAt(k)));
-            const char* src = stash.data() + static_cast<size_t>(in_bytes) * (k - 1);
+            const char* src = stash.data() + static_cast<size_t>(in_bytes) * (k - kDripLead);
             for (const Placed& p : ins) {
               std::memcpy(slot + p.offset, src, static_cast<size_t>(p.bytes));
               src += p.bytes;
