@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -434,6 +435,39 @@ TEST(RunDelay, CountsTimeRunnableButWaitingForACpu) {
   EXPECT_GT(spin_wait, 30'000'000) << "the spinner shared one CPU for 300 ms";
   EXPECT_LT(sleep_wait * 5, spin_wait) << "a sleeping process waits for no CPU";
   EXPECT_EQ(ProcessRunDelayNs(999'999'999), -1);
+}
+
+// A thread that ran and exited is in no thread list, but its CPU time is
+// still the process's (red team round 6 drip_starve_spinner: a spinner
+// started and joined inside a drip batch, invisible to a per-thread sum,
+// made the batch look starved by other processes).
+TEST(ProcessCpu, CountsThreadsThatAlreadyExited) {
+  int ready[2], done[2];
+  ASSERT_EQ(pipe(ready), 0);
+  ASSERT_EQ(pipe(done), 0);
+  const pid_t child = fork();
+  if (child == 0) {
+    std::thread([] {
+      const auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(200);
+      while (std::chrono::steady_clock::now() < end) {
+      }
+    }).join();
+    if (write(ready[1], "x", 1) != 1) _exit(1);
+    char c;
+    if (read(done[0], &c, 1) != 1) _exit(1);
+    _exit(0);
+  }
+  char c;
+  ASSERT_EQ(read(ready[0], &c, 1), 1);
+  int64_t live = 0;
+  for (int tid : ThreadIds(child)) live += std::max<int64_t>(0, ThreadCpuNs(child, tid));
+  const int64_t whole = ProcessCpuNs(child);
+  ASSERT_EQ(write(done[1], "x", 1), 1);
+  waitpid(child, nullptr, 0);
+  for (int fd : {ready[0], ready[1], done[0], done[1]}) close(fd);
+  EXPECT_LT(live, 50'000'000) << "the spinning thread has exited";
+  EXPECT_GT(whole, 150'000'000) << "its 200 ms of CPU are the process's";
+  EXPECT_EQ(ProcessCpuNs(999'999'999), -1);
 }
 
 }  // namespace
