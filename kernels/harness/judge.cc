@@ -754,6 +754,7 @@ bool Judge::ProgressProbe(const Cmd& batch, v1::Phase ph, int64_t pause_ns, doub
     s.elapsed = std::max<double>(0.0, frozen_after_ns) / std::max(span_ns, 1.0);
     s.done = static_cast<double>(done) / std::max<uint32_t>(batch.count, 1);
     s.replies_pending = pending;
+    s.short_batch = span_ns < kMinProbeSpanUs * 1e3;
     // Starved: a rank's main thread (where pkf_run runs) waited for a CPU
     // for a quarter of the window more than it did in the candidate's least
     // disturbed timed batch (ranks sharing a CPU wait there too); an honest

@@ -14,7 +14,7 @@ constexpr double kAllDone = 0.999;
 }  // namespace
 
 ProgressFinding ClassifyProgress(const ProgressSample& s) {
-  if (!s.replies_pending || s.starved) return ProgressFinding::kInconclusive;
+  if (!s.replies_pending || s.starved || s.short_batch) return ProgressFinding::kInconclusive;
   if (s.done >= kAllDone && s.elapsed <= kAheadElapsed) return ProgressFinding::kAhead;
   if (s.elapsed < kMinElapsed) return ProgressFinding::kInconclusive;
   if (s.done < kBehindShare * std::min(s.elapsed, 1.0)) return ProgressFinding::kBehind;
@@ -40,7 +40,8 @@ ProgressVerdict JudgeProgress(const std::vector<ProgressSample>& samples) {
     if (!v.detail.empty()) v.detail += "; ";
     v.detail += fmt::format("{:.0f}% of the batch's time: {:.0f}% of the calls done ({}{})",
                             100 * s.elapsed, 100 * s.done, ProgressFindingName(f),
-                            s.own_load && f != ProgressFinding::kInconclusive
+                            s.short_batch ? ", batches under 1 ms"
+                            : s.own_load && f != ProgressFinding::kInconclusive
                                 ? ", its own threads held the CPUs its calls waited for"
                                 : "");
   }

@@ -33,6 +33,8 @@ struct ProgressSample {
   bool replies_pending = true; // some candidate rank had not replied at the probe
   bool starved = false;        // a rank's main thread waited for a CPU for over a
                                // quarter of the time before the stop (other load)
+  bool short_batch = false;    // the candidate's fastest batch took under kMinProbeSpanUs:
+                               // waking its processes weighs too much (inconclusive)
   bool own_load = false;       // it waited as long, but the candidate's own threads held
                                // the CPUs (helper threads must be idle between calls):
                                // still conclusive, named in the detail
@@ -40,11 +42,18 @@ struct ProgressSample {
 
 enum class ProgressFinding { kConsistent, kBehind, kAhead, kInconclusive };
 
+// Below this, a batch is mostly the wake-up of the candidate's stopped
+// processes (helper-fp6, 2026-12-05: an honest 65-thread pool at world size
+// 1, tiny, batches of 60-300 us, was stopped before its first call had
+// returned on 3 of 3 probes in 5 of 10 runs, CHEAT_DETECTED). Amortizers
+// whose fused batches are that short are the drip batches' (drip_check.h).
+inline constexpr double kMinProbeSpanUs = 1000;
+
 // One probe: behind when at least 30% of a batch's time has passed and fewer
 // than a quarter of the calls that would be done are; ahead when every call
 // is done at no more than half the batch's time with replies still pending;
-// inconclusive when too little time passed, the batch had ended, or the
-// candidate was starved of CPU by other load.
+// inconclusive when too little time passed, the batch had ended, the
+// candidate's batches are too short, or it was starved of CPU by other load.
 ProgressFinding ClassifyProgress(const ProgressSample& s);
 
 struct ProgressVerdict {

@@ -36,12 +36,23 @@ TEST(ProgressProbe, TooEarlyOrEndedIsInconclusive) {
   EXPECT_EQ(ClassifyProgress({0.6, 0.02, true, true}), ProgressFinding::kInconclusive);
 }
 
+// Batches under a millisecond are mostly the wake-up of stopped processes
+// (an honest 65-thread pool at world size 1, tiny: 0% done at 69-80%).
+TEST(ProgressProbe, BatchesTooShortToProbeAreInconclusive) {
+  ProgressSample s{0.73, 0.0, true};
+  EXPECT_EQ(ClassifyProgress(s), ProgressFinding::kBehind);
+  s.short_batch = true;
+  EXPECT_EQ(ClassifyProgress(s), ProgressFinding::kInconclusive);
+  EXPECT_FALSE(JudgeProgress({s, s, s}).cheat);
+}
+
 // Waiting for CPUs the candidate's own threads held is no excuse (a spinning
 // helper thread would otherwise hide any amortization from every probe): the
 // probe stays conclusive and its detail names the cause (CI, b937fc9:
 // red team atk_cpu_hog_threads, 0% done at 39%).
 TEST(ProgressProbe, OwnThreadsHoldingTheCpusStaysConclusive) {
-  ProgressSample s{0.39, 0.0, true, false, true};
+  ProgressSample s{0.39, 0.0, true};
+  s.own_load = true;
   EXPECT_EQ(ClassifyProgress(s), ProgressFinding::kBehind);
   const ProgressVerdict v = JudgeProgress({s, s, s});
   EXPECT_TRUE(v.cheat);
