@@ -40,8 +40,9 @@ struct DripSample {
 enum class DripFinding { kConsistent, kSlow, kInconclusive };
 
 // One drip batch against the free-running per-call times (the candidate's:
-// its timed batches' median; the reference's: its batch just before the
-// drip, else its timed batches' median; us): slow when the candidate's excess over its free
+// its timed batches' median; the reference's: the smaller of its batch just
+// before the drip and `ref_free_us`, a low quantile of its timed batches;
+// us): slow when the candidate's excess over its free
 // time exceeds the reference's excess by more than the candidate's free time
 // (a 2x gain) and by more than half the reference's hand-off cost plus 3 us
 // (scheduling noise of the hand-offs).
