@@ -794,6 +794,17 @@ TEST(RedTeamPending, drip_starve_tick) {
     GTEST_SKIP() << "round 6 finding 2 (OK 10.5-14x on the lead's tree); PKFORGE_REDTEAM_PENDING=1";
   ExpectBelowHonestEpoch("drip_starve_tick");
 }
+// Whole-batch fusion (batch_lookahead_fuse) on free-running batches, honest
+// (one epoch exchange a call) on drip batches told by the kOpDrip command on
+// the stack. At de5d894: OK 14.20 / 13.27 / 13.11 / 12.13x (4/4): every
+// progress probe "0% done at 43-89%" but inconclusive since c92a882 (the
+// fastest batch is under 1 ms), every drip batch consistent (45 us vs the
+// reference's 61-65, free 33: allowance ~18 us).
+TEST(RedTeamPending, drip_aware_fuse) {
+  if (getenv("PKFORGE_REDTEAM_PENDING") == nullptr)
+    GTEST_SKIP() << "round 6 (OK 12-14x at de5d894); PKFORGE_REDTEAM_PENDING=1 runs it";
+  ExpectBelowHonestEpoch("drip_aware_fuse");
+}
 // Starving drip batches with a TRUSTED process's CPU time instead: each drip
 // call wakes its rank's watcher (FUTEX_WAKE on the candidate's own drip word,
 // then sched_yield) for 300 us before its honest exchange. Held: 3/3
