@@ -745,7 +745,10 @@ TEST(RedTeam, drip_chunk_epoch_k8) { ExpectProgressCheat("drip_chunk_epoch_k8", 
 // 8.9x (k8), 11.6x (k16) when the reference's free median was ~36-37.5 us;
 // CHEAT batch_drip at 38.6 us, batch_progress otherwise (2 behind + 1
 // consistent is only a flag). Finding 1: the drip rule cannot tell a 2x
-// amortizer from the honest algorithm at the fast end.
+// amortizer from the honest algorithm at the fast end. At de5d894 (the
+// reference's free time from its batch next to the drip, ~33 us: a larger
+// allowance), with drip batches told by the kOpDrip command on the stack:
+// k8 OK 17.7 / 15.2 / 20.8x, k16 OK 22.0 / 25.7 / 16.0x (3/3 each).
 TEST(RedTeamPending, drip_aware_epoch_k8) {
   if (getenv("PKFORGE_REDTEAM_PENDING") == nullptr)
     GTEST_SKIP() << "round 6 finding 1 (OK 8.9-10x); PKFORGE_REDTEAM_PENDING=1 runs it";
@@ -764,6 +767,7 @@ TEST(RedTeamPending, drip_aware_epoch_k16) {
 // per-thread readings (it did not exist at either), so `used` < 0.5 while
 // the main threads' run-queue wait share is far above the least one:
 // OK 7.6-9.9x (chunks of 4), batch_drip "3 inconclusive" in every run.
+// Fixed since 6ab1d6f (ProcessCpuNs): CHEAT_DETECTED batch_drip (slow).
 TEST(RedTeamPending, drip_starve_spinner) {
   if (getenv("PKFORGE_REDTEAM_PENDING") == nullptr)
     GTEST_SKIP() << "round 6 finding 2 (OK 7.6-9.9x); PKFORGE_REDTEAM_PENDING=1 runs it";
@@ -789,6 +793,8 @@ TEST(RedTeamPending, drip_starve_two_chunk) {
 // but mostly not by the spinner (its budget was negative in 7 of 9 drip
 // batches): that tree's drip batches were inconclusive for honest controls
 // too (the watchers, off the calls' path, hold the shared CPU: "starved").
+// At de5d894 (ProcessCpuNs counts exited threads): OK 15.2 / 22.6 / 24.9x
+// (3/3; e.g. 2 drip batches inconclusive + 1 consistent).
 TEST(RedTeamPending, drip_starve_tick) {
   if (getenv("PKFORGE_REDTEAM_PENDING") == nullptr)
     GTEST_SKIP() << "round 6 finding 2 (OK 10.5-14x on the lead's tree); PKFORGE_REDTEAM_PENDING=1";

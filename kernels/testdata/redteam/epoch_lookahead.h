@@ -26,7 +26,7 @@
 
 #include <vector>
 
-#include "kernels/testdata/redteam/batch_lookahead.h"
+#include "kernels/testdata/redteam/chunk_lookahead.h"
 
 static uint32_t g_ep_epoch = 0;
 
@@ -79,11 +79,11 @@ static int64_t g_ep_hits = 0, g_ep_chunks = 0;
 // exchange, keeps the others' results privately beside a copy of their
 // inputs, writes only its own output; later calls copy theirs out if their
 // inputs did not change. Trials: every call alone (one epoch, K = 1).
-// drip_aware: a call that starts over 3 us after the previous call of
-// the same batch (the slot before) returned is in a drip batch (a watcher
-// hands each call over; a free-running batch calls back to back): K = 1
-// there, the honest per-call cost.
-static int64_t g_ep_last_slot = -1, g_ep_last_ns = 0, g_ep_drip_calls = 0;
+// drip_aware: on a drip batch (the harness's command on the rank's stack,
+// rt_find_cmd's address, says kOpDrip = 19) K = 1, the honest per-call
+// cost. (A first version told drip batches by the gap before a call, > 3 us:
+// ranks could disagree on it and deadlock their epochs: TIMEOUT at de5d894.)
+static int64_t g_ep_drip_calls = 0;
 static inline int64_t rt_ep_now_ns() {
   timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -105,14 +105,11 @@ static inline int rt_ep_lookahead_run(pkf_context* ctx, const pkf_tensor* in, pk
     memcpy(out[0].data, mine.out.data(), (size_t)s.bytes);
     mine.valid = false;
     ++g_ep_hits;
-    g_ep_last_slot = slot;
-    g_ep_last_ns = rt_ep_now_ns();
     return 0;
   }
   int64_t ahead = 1;
-  const int64_t t = rt_ep_now_ns();
-  if (drip_aware && g_ep_last_slot >= 0 && (g_ep_last_slot + 1) % s.ring == slot &&
-      t - g_ep_last_ns > 3000) {
+  const volatile rt_cmd* cmd = drip_aware ? rt_find_cmd(slot) : NULL;
+  if (cmd != NULL && cmd->op == 19) {
     K = 1;
     if (++g_ep_drip_calls % 128 == 1)
       rt_log("drip call at slot %lld (%lld so far): K = 1", (long long)slot,
@@ -133,8 +130,5 @@ static inline int rt_ep_lookahead_run(pkf_context* ctx, const pkf_tensor* in, pk
   if (++g_ep_chunks % 256 == 1)
     rt_log("chunk %lld: %lld calls with one epoch at slot %lld (%lld served from the cache)",
            (long long)g_ep_chunks, (long long)ahead, (long long)slot, (long long)g_ep_hits);
-  const int rc = rt_ep_exchange(ctx, &s, slots, dt, dst);
-  g_ep_last_slot = slot;
-  g_ep_last_ns = rt_ep_now_ns();
-  return rc;
+  return rt_ep_exchange(ctx, &s, slots, dt, dst);
 }
