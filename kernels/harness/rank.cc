@@ -403,15 +403,20 @@ class Rank {
     rep->t1_ns = d.stopped ? 1 : 0;
   }
 
-  // True when the live outputs at `live` (slot `slot`) match `golden`
-  // (the slot's outputs, packed).
-  bool OutputsMatch(const char* live_base, int slot, const char* golden) {
+  // True when the live outputs of `slot` at `live_base` match the expected
+  // ones: packed at `golden`, or (golden null) the same slot at
+  // `expected_base`. Both watchers compare the same bytes: their cost is
+  // part of the hand-off the reference's drip measures for the candidate's.
+  bool OutputsMatch(const char* live_base, int slot, const char* golden,
+                    const char* expected_base = nullptr) {
     for (const Placed& p : layout_.out[o_.rank]) {
       CheckRecord c{};
       c.first_index = -1;
-      if (CompareOutput(live_base + layout_.SlotBase(slot) + p.offset, golden, p, tol_, &c))
+      const char* expected =
+          golden != nullptr ? golden : expected_base + layout_.SlotBase(slot) + p.offset;
+      if (CompareOutput(live_base + layout_.SlotBase(slot) + p.offset, expected, p, tol_, &c))
         return false;
-      golden += p.bytes;
+      if (golden != nullptr) golden += p.bytes;
     }
     return true;
   }
@@ -474,19 +479,11 @@ class Rank {
   // the reference's (this rank's slots, computed just before) at each
   // return, and the next call's inputs copied in from the reference's.
   void WatchCandidateDrip(const Cmd& cmd, Reply* rep) {
-    const int64_t ob = OutBytes();
-    std::vector<char> golden(static_cast<size_t>(ob));
     DripWord* w = layout_.Drip(cand_data_, o_.rank);
     const DripWatch d = Watch(
         w, cmd.count, static_cast<int64_t>(cmd.seed),
         [&](uint32_t k) {
-          const int slot = static_cast<int>(cmd.SlotAt(k));
-          char* g = golden.data();
-          for (const Placed& p : layout_.out[o_.rank]) {
-            std::memcpy(g, data_ + layout_.SlotBase(slot) + p.offset, static_cast<size_t>(p.bytes));
-            g += p.bytes;
-          }
-          return OutputsMatch(cand_data_, slot, golden.data());
+          return OutputsMatch(cand_data_, static_cast<int>(cmd.SlotAt(k)), nullptr, data_);
         },
         [&](uint32_t k) {
           const int64_t base = layout_.SlotBase(static_cast<int>(cmd.SlotAt(k)));
