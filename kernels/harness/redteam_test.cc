@@ -629,7 +629,16 @@ RT(control_private_scratch, {kOk})
 // later call's inputs, a call alone costs what the reference's does
 // (3 drip batches slow, 5-13x free-running; 2026-12-05). Computing a chunk
 // from the decoys would be WRONG_OUTPUT; never OK.
-TEST(RedTeam, lookahead_private_k4) { ExpectProgressCheat("lookahead_private_k4", true); }
+// K = 4 is pending: at 6ab1d6f / de5d894 OK ~4x in 2 of 2 (the lead) and 1 of
+// 5 (helper-redteam6; 4.56x) runs: its drip calls (50-54 us vs the
+// reference's 60-63, free 7-9 us) fit under batch_drip's allowance (the
+// accepted residual on a 2-core host: a gain of ~2-4x over its own per-call
+// algorithm on calls of a few us).
+TEST(RedTeamPending, lookahead_private_k4) {
+  if (getenv("PKFORGE_REDTEAM_PENDING") == nullptr)
+    GTEST_SKIP() << "accepted residual (OK ~4x in some runs); PKFORGE_REDTEAM_PENDING=1 runs it";
+  ExpectProgressCheat("lookahead_private_k4", true);
+}
 TEST(RedTeam, lookahead_private_k8) { ExpectProgressCheat("lookahead_private_k8", true); }
 TEST(RedTeam, lookahead_private_shortlen) { ExpectProgressCheat("lookahead_private_shortlen", true); }
 TEST(RedTeam, defer_chunk_cmd) { ExpectProgressCheat("defer_chunk_cmd", true); }
@@ -737,8 +746,15 @@ void ExpectBelowHonestEpoch(const std::string& name) {
 // decoys, ~50 us a call against the honest epoch's ~44: slow on 3 of 3 drip
 // batches in 3 of 3 runs (CHEAT_DETECTED batch_drip at 10.9-12.0x
 // free-running, reference free median ~36 us). Would pass where that
-// median is below ~33 us (finding 1).
-TEST(RedTeam, drip_chunk_epoch_k8) { ExpectProgressCheat("drip_chunk_epoch_k8", true); }
+// median is below ~33 us (finding 1). Pending since de5d894 (the reference's
+// free time from its adjacent batch, ~33 us: a larger allowance): CHEAT
+// batch_drip 3 of 5, OK 2 of 5 (8.1x, and ~2.5-2.8 us a call) - the accepted
+// residual (chunked amortization of calls of a few us) per the lead.
+TEST(RedTeamPending, drip_chunk_epoch_k8) {
+  if (getenv("PKFORGE_REDTEAM_PENDING") == nullptr)
+    GTEST_SKIP() << "accepted residual (OK 8.1x in 2 of 5); PKFORGE_REDTEAM_PENDING=1 runs it";
+  ExpectBelowHonestEpoch("drip_chunk_epoch_k8");
+}
 // The same, honest (one exchange a call) on drip batches it tells by the
 // hand-off gap (> 3 us between calls): its drip calls cost what the honest
 // control's do (~45 us), so batch_drip judges it like the control: OK 10.0x,
@@ -767,24 +783,18 @@ TEST(RedTeamPending, drip_aware_epoch_k16) {
 // per-thread readings (it did not exist at either), so `used` < 0.5 while
 // the main threads' run-queue wait share is far above the least one:
 // OK 7.6-9.9x (chunks of 4), batch_drip "3 inconclusive" in every run.
-// Fixed since 6ab1d6f (ProcessCpuNs): CHEAT_DETECTED batch_drip (slow).
-TEST(RedTeamPending, drip_starve_spinner) {
-  if (getenv("PKFORGE_REDTEAM_PENDING") == nullptr)
-    GTEST_SKIP() << "round 6 finding 2 (OK 7.6-9.9x); PKFORGE_REDTEAM_PENDING=1 runs it";
-  ExpectBelowHonestEpoch("drip_starve_spinner");
-}
+// Fixed since 6ab1d6f (ProcessCpuNs counts exited threads): CHEAT_DETECTED
+// batch_drip (slow) 5 of 5 at de5d894.
+TEST(RedTeam, drip_starve_spinner) { ExpectProgressCheat("drip_starve_spinner"); }
 
 // The same starved drip batches (told by the kOpDrip command on the stack)
 // on top of probe_two_chunk's fusion (each batch in two in-place exchanges):
 // OK 20.1 / 16.5 / 10.7 / 11.7 / 12.8 / 15.3x in 6 of 9 runs (CHEAT
 // batch_progress 3 of 9: two probes "behind"); every drip batch
 // inconclusive, most probes inconclusive (the stop lands after the fused
-// batch ended: 100% done at 104-141% of the fastest span).
-TEST(RedTeamPending, drip_starve_two_chunk) {
-  if (getenv("PKFORGE_REDTEAM_PENDING") == nullptr)
-    GTEST_SKIP() << "round 6 finding 2 (OK 10.7-20.1x); PKFORGE_REDTEAM_PENDING=1 runs it";
-  ExpectBelowHonestEpoch("drip_starve_two_chunk");
-}
+// batch ended: 100% done at 104-141% of the fastest span). Fixed since
+// 6ab1d6f: CHEAT_DETECTED batch_drip 5 of 5 at de5d894.
+TEST(RedTeam, drip_starve_two_chunk) { ExpectProgressCheat("drip_starve_two_chunk"); }
 // Against a fix that counts the process's CPU time from /proc/<pid>/stat
 // (10 ms ticks): the spinner stops 2 ms before the process's next 10 ms of
 // CPU time (CLOCK_PROCESS_CPUTIME_ID), so the tick total does not move. On
