@@ -269,6 +269,14 @@ void AntiCheat::BatchProgress(const TimingSamples& s) {
     // switches at a batch's start): flagged only until it has been.
     out_->AddCheck("batch_progress", false, true,
                    d + " (cuda: flagged only until the probe is validated on a GPU)");
+  } else if (v.cheat && !s.cand_us.empty() && !s.ref_us.empty() &&
+             pkforge::Quantile(s.cand_us, 0.5) >= pkforge::Quantile(s.ref_us, 0.5)) {
+    // No faster than the reference: amortizing would have forged no gain,
+    // and such slow batches are where waking many threads weighs most
+    // (helper-fp6: an honest 65-thread pool at world size 1, 0.08x, behind
+    // on its probes while its main thread waited behind its workers).
+    out_->AddCheck("batch_progress", false, true,
+                   d + " (anomalous, but the candidate is no faster than the reference: flagged)");
   } else if (v.cheat) {
     out_->Cheat("batch_progress",
                 d + ": calls were not done one after the other (deferred to a later call, or "

@@ -14,7 +14,8 @@ constexpr double kAllDone = 0.999;
 }  // namespace
 
 ProgressFinding ClassifyProgress(const ProgressSample& s) {
-  if (!s.replies_pending || s.starved || s.short_batch) return ProgressFinding::kInconclusive;
+  if (!s.replies_pending || s.starved || s.main_idle || s.late_stop)
+    return ProgressFinding::kInconclusive;
   if (s.done >= kAllDone && s.elapsed <= kAheadElapsed) return ProgressFinding::kAhead;
   if (s.elapsed < kMinElapsed) return ProgressFinding::kInconclusive;
   if (s.done < kBehindShare * std::min(s.elapsed, 1.0)) return ProgressFinding::kBehind;
@@ -40,7 +41,8 @@ ProgressVerdict JudgeProgress(const std::vector<ProgressSample>& samples) {
     if (!v.detail.empty()) v.detail += "; ";
     v.detail += fmt::format("{:.0f}% of the batch's time: {:.0f}% of the calls done ({}{})",
                             100 * s.elapsed, 100 * s.done, ProgressFindingName(f),
-                            s.short_batch ? ", batches under 1 ms"
+                            s.late_stop   ? ", the stop took hold late"
+                            : s.main_idle ? ", its calls' threads had hardly run"
                             : s.own_load && f != ProgressFinding::kInconclusive
                                 ? ", its own threads held the CPUs its calls waited for"
                                 : "");

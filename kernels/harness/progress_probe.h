@@ -33,8 +33,11 @@ struct ProgressSample {
   bool replies_pending = true; // some candidate rank had not replied at the probe
   bool starved = false;        // a rank's main thread waited for a CPU for over a
                                // quarter of the time before the stop (other load)
-  bool short_batch = false;    // the candidate's fastest batch took under kMinProbeSpanUs:
-                               // waking its processes weighs too much (inconclusive)
+  bool late_stop = false;      // the stop took hold over a quarter of the batch after it was
+                               // sent (batches of tens of us): where it fell is unknown
+  bool main_idle = false;      // the ranks' main threads (where pkf_run runs) ran for under
+                               // kMinMainRunShare of the window: still waking up, or
+                               // waiting for CPUs (inconclusive)
   bool own_load = false;       // it waited as long, but the candidate's own threads held
                                // the CPUs (helper threads must be idle between calls):
                                // still conclusive, named in the detail
@@ -42,12 +45,15 @@ struct ProgressSample {
 
 enum class ProgressFinding { kConsistent, kBehind, kAhead, kInconclusive };
 
-// Below this, a batch is mostly the wake-up of the candidate's stopped
-// processes (helper-fp6, 2026-12-05: an honest 65-thread pool at world size
-// 1, tiny, batches of 60-300 us, was stopped before its first call had
-// returned on 3 of 3 probes in 5 of 10 runs, CHEAT_DETECTED). Amortizers
-// whose fused batches are that short are the drip batches' (drip_check.h).
-inline constexpr double kMinProbeSpanUs = 1000;
+// A probe finds nothing done only if the ranks' main threads had the time
+// to do something: together they must have run for this share of the
+// window times the CPUs they could use. helper-fp6 (2026-12-05): an honest
+// 65-thread pool at world size 1, tiny (batches of 60-300 us), was stopped
+// before its first call returned, its main thread still waking up behind its
+// workers, on 3 of 3 probes in 5 of 10 runs: CHEAT_DETECTED. A fuser
+// computes all the while (red team round 6 drip_aware_fuse); one that keeps
+// its own main threads off the CPU to look idle slows its batches as much.
+inline constexpr double kMinMainRunShare = 0.4;
 
 // One probe: behind when at least 30% of a batch's time has passed and fewer
 // than a quarter of the calls that would be done are; ahead when every call

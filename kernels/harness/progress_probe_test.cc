@@ -36,12 +36,17 @@ TEST(ProgressProbe, TooEarlyOrEndedIsInconclusive) {
   EXPECT_EQ(ClassifyProgress({0.6, 0.02, true, true}), ProgressFinding::kInconclusive);
 }
 
-// Batches under a millisecond are mostly the wake-up of stopped processes
-// (an honest 65-thread pool at world size 1, tiny: 0% done at 69-80%).
-TEST(ProgressProbe, BatchesTooShortToProbeAreInconclusive) {
+// Nothing done while the main threads had hardly run is no evidence (an
+// honest 65-thread pool at world size 1, tiny: 0% done at 69-80%, its main
+// thread still waking up behind its workers).
+TEST(ProgressProbe, MainThreadsThatHardlyRanAreInconclusive) {
   ProgressSample s{0.73, 0.0, true};
   EXPECT_EQ(ClassifyProgress(s), ProgressFinding::kBehind);
-  s.short_batch = true;
+  s.main_idle = true;
+  EXPECT_EQ(ClassifyProgress(s), ProgressFinding::kInconclusive);
+  // Nor where the stop took hold long after it was sent.
+  s.main_idle = false;
+  s.late_stop = true;
   EXPECT_EQ(ClassifyProgress(s), ProgressFinding::kInconclusive);
   EXPECT_FALSE(JudgeProgress({s, s, s}).cheat);
 }
