@@ -302,7 +302,13 @@ void AntiCheat::BatchDrip(const TimingSamples& s) {
       "(each once the previous call's outputs were verified), against {:.2f} us per call "
       "free-running (reference {:.2f} us; {:.1f} ms of the evaluation): {}",
       s.drip.size(), s.batch, cand_free, ref_free, s.drip_ms, v.detail);
-  if (v.cheat) {
+  if (v.cheat && cand_free >= pkforge::Quantile(s.ref_us, 0.5)) {
+    // As for batch_progress: no faster than the reference, no forged gain
+    // (helper-fp6: control_helper_pool, 5x slower than the reference, its
+    // pool thread asleep in every drip gap, slow on 2 of 3 drip batches).
+    out_->AddCheck("batch_drip", false, true,
+                   d + " (slow, but the candidate is no faster than the reference: flagged)");
+  } else if (v.cheat) {
     out_->Cheat("batch_drip",
                 d + ": a call alone costs over twice what it did when later calls' inputs were "
                     "visible (work done for several calls together)");

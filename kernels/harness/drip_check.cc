@@ -17,7 +17,7 @@ DripFinding ClassifyDrip(const DripSample& s, double ref_free_us, double cand_fr
   // larger one shrinks the hand-off cost estimated from it: the smaller of
   // the batch next to the drip and the timed batches' figure.
   if (s.ref_free_us > 0) ref_free_us = std::min(ref_free_us, s.ref_free_us);
-  if (s.starved || s.ref_service_us <= 0 || s.cand_service_us <= 0 || cand_free_us <= 0)
+  if (s.starved || s.calls < kMinDripCalls || s.ref_service_us <= 0 || s.cand_service_us <= 0 || cand_free_us <= 0)
     return DripFinding::kInconclusive;
   const double handoff = std::max(0.0, s.ref_service_us - ref_free_us);
   const double excess = (s.cand_service_us - cand_free_us) - handoff;

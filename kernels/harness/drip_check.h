@@ -35,7 +35,13 @@ struct DripSample {
   double ref_free_us = 0;      // the reference's free-running per call just before
                                // (0: use the timed batches' median)
   bool starved = false;        // other load kept the candidate's calls from a CPU
+  int calls = 32;              // calls in the drip batch
 };
+
+// A median over fewer gaps between returns is not steady (helper-fp6: at the
+// default sizes, B = 3, the drip call of an honest naive broadcast varied 5x
+// between batches): inconclusive.
+inline constexpr int kMinDripCalls = 9;
 
 enum class DripFinding { kConsistent, kSlow, kInconclusive };
 

@@ -47,6 +47,13 @@ TEST(DripCheck, TheReferencesFreeTimeIsTheLeastDisturbed) {
   EXPECT_EQ(ClassifyDrip(S(63.5, 44, false, 209.7), 36, 6), DripFinding::kConsistent);
 }
 
+TEST(DripCheck, ShortDripBatchesAreInconclusive) {
+  DripSample s = S(45, 46, false);
+  EXPECT_EQ(ClassifyDrip(s, 35, 10), DripFinding::kSlow);
+  s.calls = 3;  // the default sizes' batches of 2-3 calls
+  EXPECT_EQ(ClassifyDrip(s, 35, 10), DripFinding::kInconclusive);
+}
+
 TEST(DripCheck, StarvedOrEmptyIsInconclusive) {
   EXPECT_EQ(ClassifyDrip(S(45, 90, true), 35, 10), DripFinding::kInconclusive);
   EXPECT_EQ(ClassifyDrip(S(0, 90, false), 35, 10), DripFinding::kInconclusive);

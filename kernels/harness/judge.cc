@@ -17,6 +17,7 @@
 
 #include "common/sha256.h"
 #include "common/status.h"
+#include "common/stats.h"
 #include "fmt/format.h"
 #include "google/protobuf/util/json_util.h"
 #include "kernels/harness/checks.h"
@@ -57,6 +58,9 @@ constexpr int kExtraProbes = 6;
 // Drip batches per timing phase (AntiCheat::BatchDrip; host), at secret
 // places after the first kProbeAfter timed batches.
 constexpr int kDripBatches = 3;
+// More drip batches, after the timed ones, while their findings are mixed
+// or too few are conclusive (as for the probes).
+constexpr int kExtraDrips = 3;
 // Calls per drip batch (at most): a median over 31 gaps is steady, and each
 // dripped call costs hand-offs on both sides (at the default sizes on the
 // host, 40-60 ms against 12-28 ms free-running: comparing and copying MiBs).
@@ -512,14 +516,28 @@ bool Judge::Timing() {
   // or after its batch ended: likely on batches of a few hundred us), or
   // whose findings are mixed, are followed by extra probed batches after the
   // timed ones, up to kExtraProbes, until ProbesSettled.
-  int extra = 0;
+  int extra = 0, extra_drips = 0;
+  auto drips_settled = [&] {
+    if (drips == 0 || cand_walls.empty() || extra_drips >= kExtraDrips) return true;
+    std::vector<double> r, c;
+    for (double w : ref_walls) r.push_back(std::max(w - o, 0.0) / batch_len);
+    for (double w : cand_walls) c.push_back(std::max(w - o, 0.0) / batch_len);
+    const DripVerdict v =
+        JudgeDrip(samples_.drip, pkforge::Quantile(r, 0.25), pkforge::Quantile(c, 0.5));
+    return v.conclusive >= 2 && (v.slow == 0 || v.cheat);
+  };
   for (int j = -warm;; ++j) {
     if (j >= total) {
-      if (extra >= kExtraProbes || cand_spans.empty() ||
-          ProbesSettled(samples_.progress, kProgressProbes))
-        break;
-      probes.insert(j);
-      ++extra;
+      const bool probes_settled = extra >= kExtraProbes || cand_spans.empty() ||
+                                  ProbesSettled(samples_.progress, kProgressProbes);
+      if (probes_settled && drips_settled()) break;
+      if (!probes_settled) {
+        probes.insert(j);
+        ++extra;
+      } else {
+        drip.insert(j);
+        ++extra_drips;
+      }
     }
     const bool timed = j >= 0;
     const bool is_short = shorts.count(j) > 0;
@@ -737,6 +755,7 @@ bool Judge::DripPair(const Cmd& batch, int j, v1::Phase ph, double overhead_us) 
     return false;
   }
   s.starved = !ref_ok || (share > least_wait_share_ + 0.25 && used < 0.5);
+  s.calls = static_cast<int>(batch.count);
   samples_.drip.push_back(s);
   samples_.drip_ms += (MonotonicNs() - t_start) / 1e6;
   return true;
@@ -765,6 +784,7 @@ bool Judge::ProgressProbe(const Cmd& batch, v1::Phase ph, int64_t pause_ns, doub
     ProgressSample s;
     s.elapsed = std::max<double>(0.0, frozen_after_ns) / std::max(span_ns, 1.0);
     s.done = static_cast<double>(done) / std::max<uint32_t>(batch.count, 1);
+    s.calls = static_cast<int>(batch.count);
     s.replies_pending = pending;
     // helper-fp6: at world size 1, tiny, batches of ~50 us took the stop at
     // 98-111% of the span whatever the secret point (SIGSTOP of every

@@ -14,11 +14,14 @@ constexpr double kAllDone = 0.999;
 }  // namespace
 
 ProgressFinding ClassifyProgress(const ProgressSample& s) {
-  if (!s.replies_pending || s.starved || s.main_idle || s.late_stop)
+  if (!s.replies_pending || s.starved || s.main_idle || s.late_stop || s.calls < kMinProbeCalls)
     return ProgressFinding::kInconclusive;
   if (s.done >= kAllDone && s.elapsed <= kAheadElapsed) return ProgressFinding::kAhead;
   if (s.elapsed < kMinElapsed) return ProgressFinding::kInconclusive;
-  if (s.done < kBehindShare * std::min(s.elapsed, 1.0)) return ProgressFinding::kBehind;
+  // The call in progress at the stop counts as done: behind means even one
+  // more call would leave it under a quarter of the honest share.
+  if (s.done + 1.0 / std::max(s.calls, 1) < kBehindShare * std::min(s.elapsed, 1.0))
+    return ProgressFinding::kBehind;
   return ProgressFinding::kConsistent;
 }
 

@@ -41,6 +41,7 @@ struct ProgressSample {
   bool own_load = false;       // it waited as long, but the candidate's own threads held
                                // the CPUs (helper threads must be idle between calls):
                                // still conclusive, named in the detail
+  int calls = 128;             // calls in the batch
 };
 
 enum class ProgressFinding { kConsistent, kBehind, kAhead, kInconclusive };
@@ -54,6 +55,12 @@ enum class ProgressFinding { kConsistent, kBehind, kAhead, kInconclusive };
 // computes all the while (red team round 6 drip_aware_fuse); one that keeps
 // its own main threads off the CPU to look idle slows its batches as much.
 inline constexpr double kMinMainRunShare = 0.4;
+// Fewer calls per batch and a probe cannot tell a call in progress from one
+// deferred (helper-fp6: at the default sizes B = 2-3, the first call ends
+// after a third of the batch, so stops at 30-40% read 0% done, "behind",
+// for honest naive candidates; one convicted). Such batches are the drip
+// batches' and batch_consistency's.
+inline constexpr int kMinProbeCalls = 8;
 
 // One probe: behind when at least 30% of a batch's time has passed and fewer
 // than a quarter of the calls that would be done are; ahead when every call

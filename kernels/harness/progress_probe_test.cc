@@ -39,6 +39,22 @@ TEST(ProgressProbe, TooEarlyOrEndedIsInconclusive) {
 // Nothing done while the main threads had hardly run is no evidence (an
 // honest 65-thread pool at world size 1, tiny: 0% done at 69-80%, its main
 // thread still waking up behind its workers).
+// Batches of a few calls (default sizes: B = 2-3): the first call ends
+// after a third of the batch, so 0% done at 34% is no finding (an honest
+// naive broadcast at world 4 was convicted), and the call in progress counts.
+TEST(ProgressProbe, BatchesOfAFewCallsAreInconclusive) {
+  ProgressSample s{0.34, 0.0, true};
+  s.calls = 3;
+  EXPECT_EQ(ClassifyProgress(s), ProgressFinding::kInconclusive);
+  s.calls = 16;
+  EXPECT_EQ(ClassifyProgress(s), ProgressFinding::kBehind);
+  // One call done at 40% of a 16-call batch: with the call in progress,
+  // 2/16 >= a quarter of 40%: consistent.
+  s.elapsed = 0.4;
+  s.done = 1.0 / 16;
+  EXPECT_EQ(ClassifyProgress(s), ProgressFinding::kConsistent);
+}
+
 TEST(ProgressProbe, MainThreadsThatHardlyRanAreInconclusive) {
   ProgressSample s{0.73, 0.0, true};
   EXPECT_EQ(ClassifyProgress(s), ProgressFinding::kBehind);
