@@ -301,7 +301,7 @@ void AntiCheat::BatchDrip(const TimingSamples& s) {
       "{} secretly chosen batches of {} calls whose inputs were put in place one call at a time "
       "(each once the previous call's outputs were verified), against {:.2f} us per call "
       "free-running (reference {:.2f} us; {:.1f} ms of the evaluation): {}",
-      s.drip.size(), s.batch, cand_free, ref_free, s.drip_ms, v.detail);
+      s.drip.size(), s.drip.front().calls, cand_free, ref_free, s.drip_ms, v.detail);
   if (v.cheat && cand_free >= pkforge::Quantile(s.ref_us, 0.5)) {
     // As for batch_progress: no faster than the reference, no forged gain
     // (helper-fp6: control_helper_pool, 5x slower than the reference, its
