@@ -56,7 +56,11 @@ ProgressVerdict JudgeProgress(const std::vector<ProgressSample>& samples) {
   for (const ProgressSample& s : samples) conclusive += ClassifyProgress(s) != ProgressFinding::kInconclusive;
   v.anomalous = bad;
   v.conclusive = conclusive;
-  v.cheat = bad >= 2 && 4 * bad >= 3 * conclusive;
+  // Or, over more probes (mixed findings get more), at least four anomalous
+  // and 2/3 of the conclusive ones: a fuser stopped late in a batch, when
+  // it is copying out what it computed at once, looks consistent (red team
+  // round 6 drip_aware_fuse: 5 of 7 behind, a flag, at 12.3x).
+  v.cheat = (bad >= 2 && 4 * bad >= 3 * conclusive) || (bad >= 4 && 3 * bad >= 2 * conclusive);
   v.flag = bad >= 1 && !v.cheat;
   return v;
 }

@@ -71,6 +71,7 @@ ProgressFinding ClassifyProgress(const ProgressSample& s);
 
 struct ProgressVerdict {
   bool cheat = false;  // at least two probes behind or ahead, and 3/4 of the conclusive ones
+                       // (or at least four, and 2/3 of them)
                        // (never on one: a single stall of an honest candidate must not convict)
   bool flag = false;   // some anomalous probe, not enough for cheat
   int anomalous = 0;   // probes behind or ahead

@@ -106,6 +106,12 @@ TEST(ProgressProbe, TwoAnomaliesConvictOneFlags) {
   EXPECT_NE(twice.detail.find("(behind)"), std::string::npos);
   EXPECT_NE(twice.detail.find("(ahead)"), std::string::npos);
   EXPECT_FALSE(JudgeProgress({}).cheat);
+  // Over more probes: four anomalous and 2/3 of the conclusive ones (a
+  // fuser stopped late, copying out, looks consistent), not three of five.
+  const ProgressSample b{0.5, 0.0, true}, c{0.6, 0.55, true};
+  EXPECT_TRUE(JudgeProgress({b, c, b, b, c, b, b}).cheat);
+  EXPECT_FALSE(JudgeProgress({b, c, b, c, b}).cheat);
+  EXPECT_TRUE(JudgeProgress({b, c, b, c, b}).flag);
 }
 
 }  // namespace
