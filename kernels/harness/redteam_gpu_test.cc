@@ -98,11 +98,16 @@ TEST(RedTeamGpu, gpu_hog_setup) {
 TEST(RedTeamGpu, patch_event_timing) {
   Expect("patch_event_timing", Result::CHEAT_DETECTED, {"wallclock_crosscheck"});
 }
+// Never HARNESS_ERROR: the reference opens the candidate's buffers before
+// any candidate code runs (kOpInit/kOpAttach). On the H200 at a2c15bd: OK
+// 1.016x (the garbage written later is never read by a trusted process).
 TEST(RedTeamGpu, mailbox_garbage) {
   ExpectOneOf("mailbox_garbage",
-              {{Result::SETUP_ERROR, {}},
+              {{Result::OK, {}},
+               {Result::SETUP_ERROR, {}},
                {Result::RUNTIME_ERROR, {}},
-               {Result::CHEAT_DETECTED, {"result_channel", "reference_isolation", "outlived_call"}}});
+               {Result::CHEAT_DETECTED, {"result_channel", "reference_isolation", "outlived_call"}}},
+              /*max_speedup=*/1.5);
 }
 TEST(RedTeamGpu, early_return_host_thread) {
   Expect("early_return_host_thread", Result::CHEAT_DETECTED,
