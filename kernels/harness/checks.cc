@@ -258,6 +258,15 @@ void AntiCheat::BatchConsistency(const TimingSamples& s) {
   }
 }
 
+namespace {
+// The candidate's median time per call is no lower than the reference's:
+// amortizing would have forged no gain (batch_progress, batch_drip).
+bool NoFasterThanReference(const TimingSamples& s) {
+  return !s.cand_us.empty() && !s.ref_us.empty() &&
+         pkforge::Quantile(s.cand_us, 0.5) >= pkforge::Quantile(s.ref_us, 0.5);
+}
+}  // namespace
+
 void AntiCheat::BatchProgress(const TimingSamples& s) {
   if (s.progress.empty()) return;
   const ProgressVerdict v = JudgeProgress(s.progress);
@@ -269,8 +278,7 @@ void AntiCheat::BatchProgress(const TimingSamples& s) {
     // switches at a batch's start): flagged only until it has been.
     out_->AddCheck("batch_progress", false, true,
                    d + " (cuda: flagged only until the probe is validated on a GPU)");
-  } else if (v.cheat && !s.cand_us.empty() && !s.ref_us.empty() &&
-             pkforge::Quantile(s.cand_us, 0.5) >= pkforge::Quantile(s.ref_us, 0.5)) {
+  } else if (v.cheat && NoFasterThanReference(s)) {
     // No faster than the reference: amortizing would have forged no gain,
     // and such slow batches are where waking many threads weighs most
     // (helper-fp6: an honest 65-thread pool at world size 1, 0.08x, behind
@@ -292,17 +300,14 @@ void AntiCheat::BatchProgress(const TimingSamples& s) {
 
 void AntiCheat::BatchDrip(const TimingSamples& s) {
   if (s.drip.empty() || s.ref_us.empty() || s.cand_us.empty()) return;
-  // The reference's: a low quantile (load only adds), against which each
-  // drip batch's own free batch is also taken (drip_check.h).
-  const double ref_free = pkforge::Quantile(s.ref_us, 0.25),
-               cand_free = pkforge::Quantile(s.cand_us, 0.5);
+  const auto [ref_free, cand_free] = FreeTimes(s.ref_us, s.cand_us);
   const DripVerdict v = JudgeDrip(s.drip, ref_free, cand_free);
   const std::string d = fmt::format(
       "{} secretly chosen batches of {} calls whose inputs were put in place one call at a time "
       "(each once the previous call's outputs were verified), against {:.2f} us per call "
       "free-running (reference {:.2f} us; {:.1f} ms of the evaluation): {}",
       s.drip.size(), s.drip.front().calls, cand_free, ref_free, s.drip_ms, v.detail);
-  if (v.cheat && cand_free >= pkforge::Quantile(s.ref_us, 0.5)) {
+  if (v.cheat && NoFasterThanReference(s)) {
     // As for batch_progress: no faster than the reference, no forged gain
     // (helper-fp6: control_helper_pool, 5x slower than the reference, its
     // pool thread asleep in every drip gap, slow on 2 of 3 drip batches).

@@ -37,14 +37,21 @@ TimingSamples Anomalous(double ref_us, double cand_us) {
   return s;
 }
 
-TEST(AntiCheatRules, AmortizationEvidenceConvictsACandidateFasterThanTheReference) {
+// One check's rule over recorded samples; the outcome with its checks published.
+void Judge(const std::string& check, const TimingSamples& s, Outcome* out) {
   LaunchOptions o;
   o.backend = "host";
+  AntiCheat a(o, nullptr, out);
+  if (check == "batch_progress")
+    a.BatchProgress(s);
+  else
+    a.BatchDrip(s);
+}
+
+TEST(AntiCheatRules, AmortizationEvidenceConvictsACandidateFasterThanTheReference) {
   for (const char* check : {"batch_progress", "batch_drip"}) {
     Outcome out;
-    AntiCheat a(o, nullptr, &out);
-    const TimingSamples s = Anomalous(35, 5);
-    if (std::string(check) == "batch_progress") a.BatchProgress(s); else a.BatchDrip(s);
+    Judge(check, Anomalous(35, 5), &out);
     EXPECT_EQ(out.result().status(), Result::CHEAT_DETECTED) << check;
     const auto* c = Find(out, check);
     ASSERT_NE(c, nullptr) << check;
@@ -57,13 +64,9 @@ TEST(AntiCheatRules, AmortizationEvidenceConvictsACandidateFasterThanTheReferenc
 // an honest thread pool at world size 1, 0.08x, behind on its probes; the
 // helper_pool control, 0.56x, slow on its drip batches).
 TEST(AntiCheatRules, TheSameEvidenceOnlyFlagsACandidateNoFasterThanTheReference) {
-  LaunchOptions o;
-  o.backend = "host";
   for (const char* check : {"batch_progress", "batch_drip"}) {
     Outcome out;
-    AntiCheat a(o, nullptr, &out);
-    const TimingSamples s = Anomalous(35, 60);
-    if (std::string(check) == "batch_progress") a.BatchProgress(s); else a.BatchDrip(s);
+    Judge(check, Anomalous(35, 60), &out);
     EXPECT_TRUE(out.undecided()) << check;
     const auto* c = Find(out, check);
     ASSERT_NE(c, nullptr) << check;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "common/stats.h"
 #include "fmt/format.h"
 
 namespace pkforge::kernels {
@@ -43,6 +44,10 @@ DripVerdict JudgeDrip(const std::vector<DripSample>& samples, double ref_free_us
   v.cheat = v.slow >= 2 && 4 * v.slow >= 3 * v.conclusive;
   v.flag = v.slow >= 1 && !v.cheat;
   return v;
+}
+
+DripFree FreeTimes(const std::vector<double>& ref_us, const std::vector<double>& cand_us) {
+  return {pkforge::Quantile(ref_us, 0.25), pkforge::Quantile(cand_us, 0.5)};
 }
 
 }  // namespace pkforge::kernels

@@ -65,4 +65,12 @@ struct DripVerdict {
 DripVerdict JudgeDrip(const std::vector<DripSample>& samples, double ref_free_us,
                       double cand_free_us);
 
+// The free-running per-call times the drip batches are judged against, from
+// the timed batches' per-call samples (us): the reference's 25th percentile
+// (load only adds to a free time), the candidate's median.
+struct DripFree {
+  double ref_us = 0, cand_us = 0;
+};
+DripFree FreeTimes(const std::vector<double>& ref_us, const std::vector<double>& cand_us);
+
 }  // namespace pkforge::kernels

@@ -17,7 +17,6 @@
 
 #include "common/sha256.h"
 #include "common/status.h"
-#include "common/stats.h"
 #include "fmt/format.h"
 #include "google/protobuf/util/json_util.h"
 #include "kernels/harness/checks.h"
@@ -151,6 +150,44 @@ int64_t MaxGrowth(const std::vector<int64_t>& before, const std::vector<int64_t>
     if (before[i] >= 0 && after[i] >= before[i]) m = std::max(m, after[i] - before[i]);
   return m;
 }
+
+// The candidate ranks' CPU use over a window that starts at construction
+// (a progress probe, a drip batch). Starved: a rank's main thread (where
+// pkf_run runs) waited for a CPU for a quarter of the window more than in
+// the candidate's least disturbed timed batch (ranks sharing a CPU wait
+// there too), while its threads together used under half of the CPUs they
+// may run on: the CPU went to other processes. A candidate whose own threads
+// keep its calls waiting still uses its CPUs: not starved (own_load).
+struct CandidateWindow {
+  explicit CandidateWindow(const std::vector<RankProc*>& ranks)
+      : ranks_(ranks),
+        wait0_(RunDelays(ranks, MainThreadRunDelayNs)),
+        cpu0_(RanksCpuNs(ranks)),
+        main0_(MainThreadsCpuNs(ranks)),
+        cpus_(RanksCpus(ranks)) {}
+  static int64_t MainThreadsCpuNs(const std::vector<RankProc*>& ranks) {
+    int64_t sum = 0;
+    for (const RankProc* p : ranks) sum += std::max<int64_t>(0, ThreadCpuNs(p->pid, p->pid));
+    return sum;
+  }
+  // Largest main-thread wait since the start, as a share of window_ns.
+  double WaitShare(int64_t window_ns) const {
+    return MaxGrowth(wait0_, RunDelays(ranks_, MainThreadRunDelayNs)) /
+           std::max(1.0, static_cast<double>(window_ns));
+  }
+  // Share of their CPUs the candidate's threads used since the start.
+  double Used(int64_t window_ns) const {
+    return (RanksCpuNs(ranks_) - cpu0_) / std::max(1.0, static_cast<double>(window_ns) * cpus_);
+  }
+  int64_t MainCpuNs() const { return MainThreadsCpuNs(ranks_) - main0_; }
+  int cpus() const { return cpus_; }
+
+ private:
+  const std::vector<RankProc*>& ranks_;
+  std::vector<int64_t> wait0_;
+  int64_t cpu0_, main0_;
+  int cpus_;
+};
 
 uint64_t SecretSeed() {
   uint64_t s = 0;
@@ -522,8 +559,8 @@ bool Judge::Timing() {
     std::vector<double> r, c;
     for (double w : ref_walls) r.push_back(std::max(w - o, 0.0) / batch_len);
     for (double w : cand_walls) c.push_back(std::max(w - o, 0.0) / batch_len);
-    const DripVerdict v =
-        JudgeDrip(samples_.drip, pkforge::Quantile(r, 0.25), pkforge::Quantile(c, 0.5));
+    const DripFree f = FreeTimes(r, c);
+    const DripVerdict v = JudgeDrip(samples_.drip, f.ref_us, f.cand_us);
     return v.conclusive >= 2 && (v.slow == 0 || v.cheat);
   };
   for (int j = -warm;; ++j) {
@@ -715,20 +752,14 @@ bool Judge::DripPair(const Cmd& batch, int j, v1::Phase ph, double overhead_us) 
   watch.op = kOpDripWatch;
   watch.seed = limit_ms;
   if (!pool_.Send(pool_.refs(), watch)) return false;
-  const std::vector<int64_t> wait0 = RunDelays(pool_.cands(), MainThreadRunDelayNs);
-  const int64_t cpu0 = RanksCpuNs(pool_.cands());
-  const int cpus = RanksCpus(pool_.cands());
+  const CandidateWindow window(pool_.cands());
   Cmd calls = batch;
   calls.op = kOpDrip;
   calls.seed = 0;
   int64_t wall = 0;
   if (!pool_.CandRound(calls, ph, &r, &wall)) return false;
-  // Starved as for a progress probe: other load, not the candidate's own
-  // threads, kept its calls from a CPU.
-  const double share = MaxGrowth(wait0, RunDelays(pool_.cands(), MainThreadRunDelayNs)) /
-                       std::max(1.0, static_cast<double>(wall));
-  const double used =
-      (RanksCpuNs(pool_.cands()) - cpu0) / std::max(1.0, static_cast<double>(wall) * cpus);
+  // Starved as for a progress probe (CandidateWindow).
+  const double share = window.WaitShare(wall), used = window.Used(wall);
   if (!pool_.Collect(pool_.refs(), kOpDripWatch, ph, &wr)) return false;
   Cmd snap = batch;
   snap.op = kOpSnapshot;
@@ -769,11 +800,7 @@ bool Judge::DripPair(const Cmd& batch, int j, v1::Phase ph, double overhead_us) 
 // are not subtracted, a thread that stays runnable would inflate them).
 bool Judge::ProgressProbe(const Cmd& batch, v1::Phase ph, int64_t pause_ns, double span_ns,
                           std::vector<Reply>* r) {
-  const std::vector<int64_t> wait0 = RunDelays(pool_.cands(), MainThreadRunDelayNs);
-  const int64_t cpu0 = RanksCpuNs(pool_.cands());
-  const int cpus = RanksCpus(pool_.cands());
-  int64_t main0 = 0;  // CPU time of the ranks' main threads
-  for (const RankProc* p : pool_.cands()) main0 += std::max<int64_t>(0, ThreadCpuNs(p->pid, p->pid));
+  const CandidateWindow window(pool_.cands());
   auto probe = [&](int64_t frozen_after_ns, bool pending) {
     Cmd pc = batch;
     pc.op = kOpProgress;
@@ -790,22 +817,11 @@ bool Judge::ProgressProbe(const Cmd& batch, v1::Phase ph, int64_t pause_ns, doub
     // 98-111% of the span whatever the secret point (SIGSTOP of every
     // thread, then verified): 0% done there is no finding.
     s.late_stop = static_cast<double>(frozen_after_ns - pause_ns) > 0.25 * span_ns;
-    int64_t main_ns = 0;
-    for (const RankProc* p : pool_.cands())
-      main_ns += std::max<int64_t>(0, ThreadCpuNs(p->pid, p->pid));
-    s.main_idle = main_ns - main0 < kMinMainRunShare * static_cast<double>(frozen_after_ns) *
-                                        std::min<int>(cpus, o_.world_size);
-    // Starved: a rank's main thread (where pkf_run runs) waited for a CPU
-    // for a quarter of the window more than it did in the candidate's least
-    // disturbed timed batch (ranks sharing a CPU wait there too); an honest
-    // candidate then lags.
-    // And its threads together used under half of the CPUs they may run
-    // on: the CPU went to other processes. (A candidate whose own threads
-    // keep each other waiting still uses its CPUs: not starved.)
-    const double share = MaxGrowth(wait0, RunDelays(pool_.cands(), MainThreadRunDelayNs)) /
-                         std::max(1.0, static_cast<double>(frozen_after_ns));
-    const double used = (RanksCpuNs(pool_.cands()) - cpu0) /
-                        std::max(1.0, static_cast<double>(frozen_after_ns) * cpus);
+    s.main_idle = window.MainCpuNs() < kMinMainRunShare * static_cast<double>(frozen_after_ns) *
+                                           std::min<int>(window.cpus(), o_.world_size);
+    // Starved by other load (an honest candidate then lags), or held up by
+    // its own threads (CandidateWindow).
+    const double share = window.WaitShare(frozen_after_ns), used = window.Used(frozen_after_ns);
     s.starved = share > least_wait_share_ + 0.25 && used < 0.5;
     s.own_load = share > least_wait_share_ + 0.25 && !s.starved;
     samples_.progress.push_back(s);
