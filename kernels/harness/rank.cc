@@ -427,19 +427,11 @@ class Rank {
   // outputs the batch's slots hold (the reference's, computed just before).
   void SelfDrip(const Cmd& cmd, Reply* rep) {
     const int64_t ob = OutBytes();
-    std::vector<char> golden(static_cast<size_t>(ob) * cmd.count), stash;
+    std::vector<char> golden, stash;
     const auto& ins = layout_.in[o_.rank];
-    for (uint32_t k = 0; k < cmd.count; ++k) {
-      char* slot = data_ + layout_.SlotBase(static_cast<int>(cmd.SlotAt(k)));
-      char* g = golden.data() + static_cast<size_t>(ob) * k;
-      for (const Placed& p : layout_.out[o_.rank]) {
-        std::memcpy(g, slot + p.offset, static_cast<size_t>(p.bytes));
-        g += p.bytes;
-      }
-      if (k >= kDripLead)
-        for (const Placed& p : ins) stash.insert(stash.end(), slot + p.offset, slot + p.offset + p.bytes);
-      PoisonOutputs(data_, static_cast<int>(cmd.SlotAt(k)));
-    }
+    Pack(data_, cmd, layout_.out[o_.rank], 0, &golden);
+    Pack(data_, cmd, ins, kDripLead, &stash);
+    for (uint32_t k = 0; k < cmd.count; ++k) PoisonOutputs(data_, static_cast<int>(cmd.SlotAt(k)));
     WriteDecoys(cmd, data_);
     DripWord* w = layout_.Drip(data_, o_.rank);
     w->returned.store(0, std::memory_order_relaxed);
@@ -590,13 +582,20 @@ class Rank {
     return h;
   }
 
+  // Appends `tensors` of the batch's calls from..count-1 at `base`, packed
+  // call after call, to *out.
+  void Pack(const char* base, const Cmd& cmd, const std::vector<Placed>& tensors, uint32_t from,
+            std::vector<char>* out) const {
+    for (uint32_t k = from; k < cmd.count; ++k)
+      for (const Placed& p : tensors) {
+        const char* s = base + layout_.SlotBase(static_cast<int>(cmd.SlotAt(k))) + p.offset;
+        out->insert(out->end(), s, s + p.bytes);
+      }
+  }
+
   void Snapshot(const Cmd& cmd) {
     snapshot_.clear();
-    for (uint32_t k = 0; k < cmd.count; ++k)
-      for (const Placed& p : layout_.out[o_.rank]) {
-        const char* s = cand_data_ + layout_.SlotBase(static_cast<int>(cmd.SlotAt(k))) + p.offset;
-        snapshot_.insert(snapshot_.end(), s, s + p.bytes);
-      }
+    Pack(cand_data_, cmd, layout_.out[o_.rank], 0, &snapshot_);
   }
 
   uint64_t SnapCompare(int slot) {
