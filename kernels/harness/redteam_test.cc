@@ -853,6 +853,21 @@ TEST(RedTeam, drip_aware_fuse) { ExpectProgressCheat("drip_aware_fuse"); }
 // wake/yield loop is most of the CPU time, so it is not "starved").
 TEST(RedTeam, drip_watcher_storm) { ExpectProgressCheat("drip_watcher_storm"); }
 
+// ---- round 7 (helper-redteam7, session 11): source-aware, against b54dfb2 ------------------
+// helper-notes/redteam-findings.md "ROUND 7" has the measurements.
+// Blame through the drip watcher: at the first call of a drip batch every
+// candidate rank writes a well-formed kOpDrip reply on its reply pipe and
+// blocks in the call. The judge accepts the replies and freezes the
+// candidate, then waits for the reference ranks' watchers, which wait for a
+// return that never comes until their own limit (timeout_s from when they
+// started: always after Collect's deadline). At b54dfb2: HARNESS_ERROR
+// "reference ranks 0,1,2 gave no reply within 10 s in PHASE_TIMING" 3 of 3.
+TEST(RedTeamPending, drip_forged_reply_blame) {
+  if (getenv("PKFORGE_REDTEAM_PENDING") == nullptr)
+    GTEST_SKIP() << "round 7 finding 1 (HARNESS_ERROR 3/3 at b54dfb2); PKFORGE_REDTEAM_PENDING=1";
+  Expect("drip_forged_reply_blame", {Cheat({"result_channel", "batch_drip"}), kTimeout, kRuntime});
+}
+
 // ---- output policy self-test, every problem ------------------------------------------------
 // All-zero outputs and outputs that repeat the rank's first input must be
 // rejected by every problem, dtype and world size 1 and 3 (a problem that
