@@ -867,6 +867,57 @@ TEST(RedTeamPending, drip_forged_reply_blame) {
     GTEST_SKIP() << "round 7 finding 1 (HARNESS_ERROR 3/3 at b54dfb2); PKFORGE_REDTEAM_PENDING=1";
   Expect("drip_forged_reply_blame", {Cheat({"result_channel", "batch_drip"}), kTimeout, kRuntime});
 }
+// Whole-batch fusion done by one worker thread per rank while the main
+// thread sleeps, the workers summing in call order and taking turns every 8
+// calls (all ranks' outputs advance together: probes read steady progress,
+// late ones main_idle), honest on drip batches, which read "starved" (the
+// candidate's least main-thread wait, the baseline, is ~0: its main threads
+// sleep in timed batches). At b54dfb2: OK 9.91 / 10.85 / 9.78x (honest epoch
+// 6.89 / 6.67 / 6.59x in the same minutes), 5-6 of 6 drip batches
+// inconclusive, at most 2 of 7 probes behind.
+TEST(RedTeamPending, worker_turns_fuse) {
+  if (getenv("PKFORGE_REDTEAM_PENDING") == nullptr)
+    GTEST_SKIP() << "round 7 finding 2 (OK 9.8-10.9x 3/3 at b54dfb2); PKFORGE_REDTEAM_PENDING=1";
+  ExpectProgressCheat("worker_turns_fuse");
+}
+// The probe schedule leaks: a probed pair always runs the reference first,
+// and the reference ranks' voluntary context switches (/proc/<ref>/status,
+// readable to anyone) tell the candidate whether the reference ran since its
+// last call. It fuses exactly the candidate-first batches (never probed;
+// 12 of 12 inferred right in a logged run) and is honest elsewhere. Held at
+// b54dfb2 (CHEAT_DETECTED batch_progress 7 of 8, OK 5.8x once): the honest
+// batches' probes are timed against the fused batches' shorter span (the
+// global fastest span, as for probe_window_dodge) and look behind. Guards
+// that side effect: should probes become relative to each batch's own pace,
+// the leak alone makes them avoidable.
+TEST(RedTeam, probe_order_leak_fuse) { ExpectBelowHonestEpoch("probe_order_leak_fuse"); }
+// tmpfs_file_oom_blame (a /dev/shm file fills the memory cgroup in
+// pkf_setup, 8 MiB short of the limit) at the DEFAULT size (allreduce
+// 1024 x 1024 f32, 1 GiB cgroup): the reference ranks' next allocations
+// (snapshots of 4 MiB outputs) exceed the headroom; the OOM killer takes the
+// candidate ranks first, which frees nothing (the file stays), then a
+// reference rank: HARNESS_ERROR "reference rank 1 killed by signal 9 during
+// PHASE_CORRECTNESS" 3 of 3 at b54dfb2 (bare launch; the executor turns an
+// OOM kill in its sandbox into RUNTIME_ERROR, docs/threat-model.md). The
+// battery runs it at tiny, where nothing trusted allocates 8 MiB later.
+TEST(RedTeamPending, tmpfs_file_oom_blame_default_size) {
+  if (getenv("PKFORGE_REDTEAM_PENDING") == nullptr)
+    GTEST_SKIP() << "round 7 finding 4 (HARNESS_ERROR 3/3, bare launch); PKFORGE_REDTEAM_PENDING=1";
+  const std::string cg = MemoryCgroup("pkf_redteam_oom7", int64_t{1} << 30);
+  if (cg.empty()) GTEST_SKIP() << "cannot create a memory cgroup here";
+  {
+    ProblemScope scope("allreduce", "default");
+    Expect("tmpfs_file_oom_blame", {kRuntime, Accept{Result::SETUP_ERROR, {}}, kTimeout, kOk}, "",
+           30, cg + "/cgroup.procs", 3.0);
+  }
+  if (DIR* d = opendir("/dev/shm")) {
+    while (dirent* e = readdir(d))
+      if (std::string(e->d_name).rfind("pkf-redteam-oom-", 0) == 0)
+        unlink(("/dev/shm/" + std::string(e->d_name)).c_str());
+    closedir(d);
+  }
+  for (int i = 0; i < 300 && rmdir(cg.c_str()) != 0 && errno == EBUSY; ++i) usleep(10000);
+}
 
 // ---- output policy self-test, every problem ------------------------------------------------
 // All-zero outputs and outputs that repeat the rank's first input must be
