@@ -918,6 +918,45 @@ TEST(RedTeamPending, tmpfs_file_oom_blame_default_size) {
   }
   for (int i = 0; i < 300 && rmdir(cg.c_str()) != 0 && errno == EBUSY; ++i) usleep(10000);
 }
+// A pids cgroup of its own (v1 pids controller or v2) with pids.max = `tasks`,
+// under this process's; "" when it cannot be made (the test is skipped then).
+std::string PidsCgroup(const std::string& name, int tasks) {
+  std::string v1, v2;
+  std::istringstream in(ReadFile("/proc/self/cgroup"));
+  for (std::string line; std::getline(in, line);) {
+    const size_t a = line.find(':'), b = line.find(':', a + 1);
+    if (a == std::string::npos || b == std::string::npos) continue;
+    const std::string ctl = line.substr(a + 1, b - a - 1), path = line.substr(b + 1);
+    if (ctl == "pids") v1 = "/sys/fs/cgroup/pids" + path;
+    if (ctl.empty() && line.rfind("0::", 0) == 0) v2 = "/sys/fs/cgroup" + path;
+  }
+  for (const std::string& base : {v1, v2}) {
+    if (base.empty()) continue;
+    const std::string dir = fmt::format("{}/{}_{}", base, name, getpid());
+    if (mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) continue;
+    std::ofstream f(dir + "/pids.max");
+    f << tasks;
+    f.close();
+    if (f.good() && ReadFile(dir + "/pids.max").find(std::to_string(tasks)) == 0) return dir;
+    rmdir(dir.c_str());
+  }
+  return "";
+}
+// Idle helper threads (allowed) created in pkf_setup until the evaluation's
+// task limit is reached: the reference's drip watcher (rank.cc SelfDrip,
+// std::thread per drip batch) cannot start, the uncaught exception aborts the
+// reference rank. At b54dfb2: HARNESS_ERROR "reference rank 2 killed by
+// signal 6 (Aborted) during PHASE_TIMING" with pids.max 300 (2 of 2, 0.5 s)
+// and 4120 (the executor's run sandbox: 4096 + bwrap's; 5.6 s).
+TEST(RedTeamPending, pids_exhaust_blame) {
+  if (getenv("PKFORGE_REDTEAM_PENDING") == nullptr)
+    GTEST_SKIP() << "round 7 finding 3 (HARNESS_ERROR 3/3 at b54dfb2); PKFORGE_REDTEAM_PENDING=1";
+  const std::string cg = PidsCgroup("pkf_redteam_pids7", 300);
+  if (cg.empty()) GTEST_SKIP() << "cannot create a pids cgroup here";
+  Expect("pids_exhaust_blame", {kOk, kRuntime, Accept{Result::SETUP_ERROR, {}}}, "", 10,
+         cg + "/cgroup.procs", 1.5);
+  for (int i = 0; i < 300 && rmdir(cg.c_str()) != 0 && errno == EBUSY; ++i) usleep(10000);
+}
 
 // ---- output policy self-test, every problem ------------------------------------------------
 // All-zero outputs and outputs that repeat the rank's first input must be
