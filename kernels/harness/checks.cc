@@ -65,6 +65,7 @@ bool AntiCheat::IdleCheck(v1::Phase phase, const std::string& when) {
     if (!pool_->Round(pool_->refs(), kOpIdle, 0, 0, phase, &r)) return false;
     worst = 0;
     for (const Reply& x : r) worst = std::max<int64_t>(worst, static_cast<int64_t>(x.value));
+    if (attempt == 0) idle_ns_.push_back(worst);
     if (worst <= kLingerLimitNs) return true;
   }
   const std::string d = fmt::format(
@@ -73,6 +74,18 @@ bool AntiCheat::IdleCheck(v1::Phase phase, const std::string& when) {
       when, worst / 1e6, kLingerLimitNs / 1'000'000);
   out_->Cheat("outlived_call", d);
   return false;
+}
+
+void AntiCheat::ReportIdleLatency() {
+  if (!Cuda() || idle_ns_.empty()) return;
+  std::vector<double> us;
+  for (int64_t v : idle_ns_) us.push_back(v / 1e3);
+  out_->AppendToPassedDetail(
+      "outlived_call",
+      fmt::format(" (the judge's empty kernel right after a call: {:.0f} us at the median, {:.0f} "
+                  "us at most, {} probes, limit {} ms)",
+                  pkforge::Quantile(us, 0.5), *std::max_element(us.begin(), us.end()), us.size(),
+                  kLingerLimitNs / 1'000'000));
 }
 
 bool AntiCheat::OutlivedCheck(int slot, v1::Phase phase, const std::string& when) {
@@ -269,16 +282,19 @@ bool NoFasterThanReference(const TimingSamples& s) {
 
 void AntiCheat::BatchProgress(const TimingSamples& s) {
   if (s.progress.empty()) return;
-  const ProgressVerdict v = JudgeProgress(s.progress);
+  // cuda: only "behind" convicts (JudgeProgress): work queued before the
+  // stop runs on while the reference ranks count. H200, 2026-12-05, w=1 tiny
+  // allreduce/allgather: 18 probes of 6 honest candidates (naive, one NCCL
+  // call or one copy per call) all consistent; the whole-batch NCCL-group
+  // fuser 3 of 4 behind, OK at 12.5x while this check only flagged.
+  const ProgressVerdict v = JudgeProgress(s.progress, /*ahead_convicts=*/!Cuda());
   const std::string d = fmt::format(
-      "candidate stopped in the middle of {} secretly chosen batches of {} calls: {}",
-      s.progress.size(), s.batch, v.detail);
-  if (Cuda() && (v.cheat || v.flag)) {
-    // Not yet run on a GPU (work queued before the stop runs on; context
-    // switches at a batch's start): flagged only until it has been.
-    out_->AddCheck("batch_progress", false, true,
-                   d + " (cuda: flagged only until the probe is validated on a GPU)");
-  } else if (v.cheat && NoFasterThanReference(s)) {
+      "candidate stopped in the middle of {} secretly chosen batches of {} calls: {}{}",
+      s.progress.size(), s.batch, v.detail,
+      Cuda() && v.ahead_only > 0
+          ? " (cuda: \"ahead\" only flags: queued GPU work runs on while the calls are counted)"
+          : "");
+  if (v.cheat && NoFasterThanReference(s)) {
     // No faster than the reference: amortizing would have forged no gain,
     // and such slow batches are where waking many threads weighs most
     // (helper-fp6: an honest 65-thread pool at world size 1, 0.08x, behind
@@ -291,8 +307,9 @@ void AntiCheat::BatchProgress(const TimingSamples& s) {
                     "done ahead by an earlier one)");
   } else if (v.flag) {
     out_->AddCheck("batch_progress", false, true,
-                   d + fmt::format(" ({} of {} conclusive probes anomalous: flagged)", v.anomalous,
-                                   v.conclusive));
+                   d + fmt::format(" ({} of {} conclusive probes anomalous{}: flagged)",
+                                   v.anomalous, v.conclusive,
+                                   v.ahead_only > 0 ? fmt::format(", {} ahead", v.ahead_only) : ""));
   } else {
     out_->AddCheck("batch_progress", true, false, d);
   }

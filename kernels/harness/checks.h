@@ -69,8 +69,11 @@ class AntiCheat {
   void BatchConsistency(const TimingSamples& s);
   // batch_progress: the progress probes (progress_probe.h); CHEAT_DETECTED
   // on two anomalous probes that are 3/4 of the conclusive ones, flagged
-  // otherwise when any is anomalous. cuda: flagged only (not yet validated
-  // on a GPU).
+  // otherwise when any is anomalous. cuda: only "behind" probes convict,
+  // "ahead" ones flag (JudgeProgress's ahead_convicts).
+  // cuda: appends the idle probes' latencies (median, worst) to the passed
+  // outlived_call check's detail.
+  void ReportIdleLatency();
   void BatchProgress(const TimingSamples& s);
   // batch_drip: the drip batches (drip_check.h) against the medians of the
   // official per-call times; CHEAT_DETECTED on two slow drip batches that are
@@ -81,6 +84,11 @@ class AntiCheat {
   bool Cuda() const { return o_.backend == "cuda"; }
 
   const LaunchOptions& o_;
+  // cuda: how long the judge's empty kernel waited on each idle probe's
+  // first attempt (reported by ReportIdleLatency; a yardstick for a tighter
+  // limit than kLingerLimitNs: a kernel of another context of the
+  // candidate's waits a time slice, far under 5 ms).
+  std::vector<int64_t> idle_ns_;
   RankPool* pool_;
   Outcome* out_;
 };

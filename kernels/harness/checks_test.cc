@@ -38,9 +38,10 @@ TimingSamples Anomalous(double ref_us, double cand_us) {
 }
 
 // One check's rule over recorded samples; the outcome with its checks published.
-void Judge(const std::string& check, const TimingSamples& s, Outcome* out) {
+void Judge(const std::string& check, const TimingSamples& s, Outcome* out,
+           const char* backend = "host") {
   LaunchOptions o;
-  o.backend = "host";
+  o.backend = backend;
   AntiCheat a(o, nullptr, out);
   if (check == "batch_progress")
     a.BatchProgress(s);
@@ -74,6 +75,42 @@ TEST(AntiCheatRules, TheSameEvidenceOnlyFlagsACandidateNoFasterThanTheReference)
     EXPECT_TRUE(c->flag_only());
     EXPECT_NE(c->detail().find("no faster than the reference"), std::string::npos) << c->detail();
   }
+}
+
+// cuda: probes that find the candidate behind convict (the H200 whole-batch
+// NCCL-group fuser of 2026-12-05 was OK at 12.5x with this check flagging);
+// probes that find it ahead only flag, since queued GPU work runs on while
+// the calls are counted.
+TEST(AntiCheatRules, OnCudaBehindConvictsAndAheadFlags) {
+  Outcome behind;
+  Judge("batch_progress", Anomalous(6.4, 0.5), &behind, "cuda");
+  EXPECT_EQ(behind.result().status(), Result::CHEAT_DETECTED);
+  TimingSamples s = Anomalous(6.4, 0.5);
+  for (ProgressSample& p : s.progress) p = ProgressSample{0.4, 1.0, true};
+  Outcome ahead;
+  Judge("batch_progress", s, &ahead, "cuda");
+  EXPECT_TRUE(ahead.undecided());
+  const auto* c = Find(ahead, "batch_progress");
+  ASSERT_NE(c, nullptr);
+  EXPECT_TRUE(c->flag_only());
+  EXPECT_NE(c->detail().find("\"ahead\" only flags"), std::string::npos) << c->detail();
+  Outcome host;
+  Judge("batch_progress", s, &host);
+  EXPECT_EQ(host.result().status(), Result::CHEAT_DETECTED);
+}
+
+// Measurements known only at the end go into a passed check's detail, never
+// into a failed one's (its detail is the evidence).
+TEST(AntiCheatRules, LateMeasurementsAmendOnlyPassedChecks) {
+  Outcome out;
+  out.AddCheck("outlived_call", true, false, "no thread outlived a call");
+  out.AddCheck("poison_unwritten", false, false, "3 elements unwritten");
+  out.AppendToPassedDetail("outlived_call", " (idle 20 us)");
+  out.AppendToPassedDetail("poison_unwritten", " (idle 20 us)");
+  out.AppendToPassedDetail("absent", " (idle 20 us)");
+  EXPECT_EQ(Find(out, "outlived_call")->detail(), "no thread outlived a call (idle 20 us)");
+  EXPECT_EQ(Find(out, "poison_unwritten")->detail(), "3 elements unwritten");
+  EXPECT_EQ(Find(out, "absent"), nullptr);
 }
 
 }  // namespace

@@ -96,8 +96,8 @@ int RanksCpus(const std::vector<RankProc*>& ranks) {
 // or two anomalous among consistent ones) gets more probes: a fuser's next
 // ones are anomalous too (red team round 6 drip_aware_fuse: 2 of 3 behind,
 // a flag, at 12-16x), an honest candidate's are not.
-bool ProbesSettled(const std::vector<ProgressSample>& v, int wanted) {
-  const ProgressVerdict pv = JudgeProgress(v);
+bool ProbesSettled(const std::vector<ProgressSample>& v, int wanted, bool cuda) {
+  const ProgressVerdict pv = JudgeProgress(v, /*ahead_convicts=*/!cuda);
   return pv.conclusive >= wanted && (pv.anomalous == 0 || pv.cheat);
 }
 
@@ -566,7 +566,7 @@ bool Judge::Timing() {
   for (int j = -warm;; ++j) {
     if (j >= total) {
       const bool probes_settled = extra >= kExtraProbes || cand_spans.empty() ||
-                                  ProbesSettled(samples_.progress, kProgressProbes);
+                                  ProbesSettled(samples_.progress, kProgressProbes, Cuda());
       if (probes_settled && drips_settled()) break;
       if (!probes_settled) {
         probes.insert(j);
@@ -890,6 +890,7 @@ void Judge::Finish() {
   const TimingSummary t = SummarizeTiming(samples_, o_.iters, &out_.result());
   checks_.WallclockCrosscheck(samples_, t);
   checks_.FrozenWhileIdle();
+  checks_.ReportIdleLatency();
   if (t.cand.median > 0) out_.result().set_speedup(t.ref.median / t.cand.median);
   checks_.BatchConsistency(samples_);
   if (out_.undecided()) checks_.BatchProgress(samples_);

@@ -35,6 +35,11 @@ void Outcome::AddCheck(const std::string& name, bool passed, bool flag_only,
   }
 }
 
+void Outcome::AppendToPassedDetail(const std::string& name, const std::string& text) {
+  auto it = checks_.find(name);
+  if (it != checks_.end() && it->second.passed()) it->second.set_detail(it->second.detail() + text);
+}
+
 void Outcome::Cheat(const std::string& name, const std::string& detail) {
   AddCheck(name, false, false, detail);
   End(Result::CHEAT_DETECTED, name + ": " + detail);

@@ -34,6 +34,9 @@ class Outcome {
   // Records one outcome of the named check (see above for how outcomes merge).
   // flag_only: a failure flags the result but decides nothing by itself.
   void AddCheck(const std::string& name, bool passed, bool flag_only, const std::string& detail);
+  // Appends `text` to the detail of check `name` if it was added and passed
+  // (measurements that only exist once the evaluation is over).
+  void AppendToPassedDetail(const std::string& name, const std::string& text);
   // A failed check that convicts: AddCheck(name, failed) and CHEAT_DETECTED
   // with "<name>: <detail>".
   void Cheat(const std::string& name, const std::string& detail);

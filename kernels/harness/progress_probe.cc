@@ -35,12 +35,20 @@ const char* ProgressFindingName(ProgressFinding f) {
   return "?";
 }
 
-ProgressVerdict JudgeProgress(const std::vector<ProgressSample>& samples) {
+ProgressVerdict JudgeProgress(const std::vector<ProgressSample>& samples, bool ahead_convicts) {
   ProgressVerdict v;
-  int bad = 0;
+  int bad = 0, conclusive = 0, ahead_only = 0;
   for (const ProgressSample& s : samples) {
     const ProgressFinding f = ClassifyProgress(s);
-    if (f == ProgressFinding::kBehind || f == ProgressFinding::kAhead) ++bad;
+    if (f == ProgressFinding::kAhead && !ahead_convicts) {
+      ++ahead_only;  // flags, never convicts (see the header)
+    } else {
+      if (f == ProgressFinding::kBehind || f == ProgressFinding::kAhead) ++bad;
+      // Anomalies must also be most of the conclusive probes: load from
+      // other processes can slow an honest candidate on one probe, not on
+      // nearly all.
+      if (f != ProgressFinding::kInconclusive) ++conclusive;
+    }
     if (!v.detail.empty()) v.detail += "; ";
     v.detail += fmt::format("{:.0f}% of the batch's time: {:.0f}% of the calls done ({}{})",
                             100 * s.elapsed, 100 * s.done, ProgressFindingName(f),
@@ -50,10 +58,6 @@ ProgressVerdict JudgeProgress(const std::vector<ProgressSample>& samples) {
                                 ? ", its own threads held the CPUs its calls waited for"
                                 : "");
   }
-  // Anomalies must also be most of the conclusive probes: load from other
-  // processes can slow an honest candidate on one probe, not on nearly all.
-  int conclusive = 0;
-  for (const ProgressSample& s : samples) conclusive += ClassifyProgress(s) != ProgressFinding::kInconclusive;
   v.anomalous = bad;
   v.conclusive = conclusive;
   // Or, over more probes (mixed findings get more), at least four anomalous
@@ -61,7 +65,8 @@ ProgressVerdict JudgeProgress(const std::vector<ProgressSample>& samples) {
   // it is copying out what it computed at once, looks consistent (red team
   // round 6 drip_aware_fuse: 5 of 7 behind, a flag, at 12.3x).
   v.cheat = (bad >= 2 && 4 * bad >= 3 * conclusive) || (bad >= 4 && 3 * bad >= 2 * conclusive);
-  v.flag = bad >= 1 && !v.cheat;
+  v.ahead_only = ahead_only;
+  v.flag = (bad >= 1 || ahead_only >= 1) && !v.cheat;
   return v;
 }
 

@@ -76,10 +76,19 @@ struct ProgressVerdict {
   bool flag = false;   // some anomalous probe, not enough for cheat
   int anomalous = 0;   // probes behind or ahead
   int conclusive = 0;  // probes not inconclusive
+  int ahead_only = 0;  // ahead probes that may not convict (ahead_convicts false)
   std::string detail;  // every probe, for the check's detail
 };
 
-ProgressVerdict JudgeProgress(const std::vector<ProgressSample>& samples);
+// `ahead_convicts` false (the cuda backend): GPU work the candidate queued
+// before the stop runs on while the reference ranks count, so a probe can
+// only over-count done calls. "Behind" stays evidence; "ahead" is also what
+// an honest candidate whose host ran ahead of its GPU shows (H200,
+// 2026-12-05: a candidate time-sliced against a second context of its own
+// read 100% done at 35-48% on 4 of 9 probes). Ahead probes are then left out
+// of the count (neither anomalous nor conclusive) and only flag.
+ProgressVerdict JudgeProgress(const std::vector<ProgressSample>& samples,
+                              bool ahead_convicts = true);
 
 const char* ProgressFindingName(ProgressFinding f);
 

@@ -114,5 +114,31 @@ TEST(ProgressProbe, TwoAnomaliesConvictOneFlags) {
   EXPECT_TRUE(JudgeProgress({b, c, b, c, b}).flag);
 }
 
+// cuda (ahead_convicts false): queued GPU work runs on while the calls are
+// counted, so "ahead" may be an honest candidate whose host ran ahead of its
+// GPU; it flags and is left out of the count. "Behind" still convicts, and
+// ahead probes mixed in neither convict nor dilute it.
+TEST(ProgressProbe, OnCudaOnlyBehindConvicts) {
+  const ProgressSample behind{0.5, 0.0, true}, ahead{0.4, 1.0, true}, ok{0.6, 0.55, true};
+  const ProgressVerdict all_ahead = JudgeProgress({ahead, ahead, ahead, ahead}, false);
+  EXPECT_FALSE(all_ahead.cheat);
+  EXPECT_TRUE(all_ahead.flag);
+  EXPECT_EQ(all_ahead.ahead_only, 4);
+  EXPECT_EQ(all_ahead.conclusive, 0);
+  EXPECT_NE(all_ahead.detail.find("(ahead)"), std::string::npos);
+  EXPECT_TRUE(JudgeProgress({ahead, ahead, ahead, ahead}, true).cheat);  // the host rule
+  // The H200 whole-batch fuser of 2026-12-05: three of four behind.
+  EXPECT_TRUE(JudgeProgress({behind, behind, ok, behind}, false).cheat);
+  EXPECT_TRUE(JudgeProgress({behind, ahead, behind, ahead}, false).cheat);
+  // Honest probes plus ahead ones: a flag at most.
+  const ProgressVerdict honest = JudgeProgress({ok, ahead, ok, ahead, ok}, false);
+  EXPECT_FALSE(honest.cheat);
+  EXPECT_TRUE(honest.flag);
+  EXPECT_EQ(honest.conclusive, 3);
+  EXPECT_EQ(honest.anomalous, 0);
+  // One behind among honest ones stays a flag, as on the host.
+  EXPECT_FALSE(JudgeProgress({behind, ok, ok, ahead}, false).cheat);
+}
+
 }  // namespace
 }  // namespace pkforge::kernels

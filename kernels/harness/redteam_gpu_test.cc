@@ -117,15 +117,28 @@ TEST(RedTeamGpu, early_return_host_thread) {
 // ---- added 2026-12-04 (helper-redteam); compiled here, NOT run: no GPU in that session.
 // The verdicts are what the defended judge must give; predictions from
 // reading rank_cuda.cc / judge.cc are in each file's comment.
+// H200 (2026-12-05): RUNTIME_ERROR on candidate rank 0 in the first timed
+// batch (the faked synchronize leaves the rank's stop event unfinished:
+// cudaErrorNotReady): the candidate's own error, no time.
 TEST(RedTeamGpu, patch_device_sync) {
-  Expect("patch_device_sync", Result::CHEAT_DETECTED,
-         {"timed_output_reverify", "outlived_call", "wallclock_crosscheck"});
+  ExpectOneOf("patch_device_sync",
+              {{Result::CHEAT_DETECTED,
+                {"timed_output_reverify", "outlived_call", "wallclock_crosscheck"}},
+               {Result::RUNTIME_ERROR, {}}});
 }
+// H200 (2026-12-05): TIMEOUT in PHASE_SETUP, stuck rank 0 (the rank's
+// synchronize after pkf_setup waits for the persistent kernel), as
+// gpu_hog_setup: the candidate's status.
 TEST(RedTeamGpu, persistent_precompute) {
-  Expect("persistent_precompute", Result::CHEAT_DETECTED, {"outlived_call", "timed_output_reverify"});
+  ExpectOneOf("persistent_precompute",
+              {{Result::CHEAT_DETECTED, {"outlived_call", "timed_output_reverify"}},
+               {Result::TIMEOUT, {}}});
 }
+// H200 (2026-12-05): CHEAT_DETECTED wallclock_crosscheck (the judge's clock
+// measured 1515 us per call, the candidate's events 50 us).
 TEST(RedTeamGpu, graph_side_stream) {
-  Expect("graph_side_stream", Result::CHEAT_DETECTED, {"outlived_call", "timed_output_reverify"});
+  Expect("graph_side_stream", Result::CHEAT_DETECTED,
+         {"outlived_call", "timed_output_reverify", "wallclock_crosscheck"});
 }
 TEST(RedTeamGpu, ipc_handle_scan) { Expect("ipc_handle_scan", Result::WRONG_OUTPUT); }
 // Predicted HARNESS_ERROR today: the reference's second context is created
@@ -147,39 +160,27 @@ TEST(RedTeamGpu, l2_persist_squeeze) {
 }
 
 
-// ---- added 2026-12-04 17:49 session (helper-redteam3); compiled here, NOT run:
-// no GPU in that session. Verdicts are what the defended judge must give.
-// Batch look-ahead (helper-notes round 3 findings 1-2, shown on the host
-// backend: OK 6.8-15.8x): one NCCL group for a whole batch, enqueued by its
-// first call (fuse) or its last (defer). Bounded against the honest per-call
-// candidate run in the same test. Expected to FAIL until the judge is fixed:
-// pending (PKFORGE_REDTEAM_PENDING=1 runs them).
-double HonestGpuSpeedup() {
-  Result r;
-  ExpectOneOf("control_nccl_per_call", {{Result::OK, {}}}, 0, &r);
-  return r.status() == Result::OK ? r.speedup() : 1.0;
-}
+// ---- added 2026-12-04 17:49 session (helper-redteam3), run on the H200 on
+// 2026-12-05. Batch look-ahead (helper-notes round 3 findings 1-2): one NCCL
+// group for a whole batch, enqueued by its first call (fuse) or its last
+// (defer); control_nccl_per_call is the honest per-call yardstick (OK
+// 0.97-0.99x there).
 const std::set<std::string> kBatchChecks = {"poison_at_start", "timed_output_reverify",
                                             "poison_unwritten", "outlived_call",
-                                            "batch_consistency"};
+                                            "batch_consistency", "batch_progress"};
 TEST(RedTeamGpu, control_nccl_per_call) { Expect("control_nccl_per_call", Result::OK); }
+// H200 (2026-12-05, before "behind" probes convicted on cuda): CHEAT
+// batch_consistency at 2.03x and 2.26x the reference's ratio (limit 2.0x),
+// once OK at 12.45x with 1.91x there and 3 of 4 probes behind (then a flag).
+// Three runs: each must be convicted.
 TEST(RedTeamGpu, batch_fuse_group) {
-  if (!HaveGpu()) GTEST_SKIP() << "no usable GPU";
-  if (getenv("PKFORGE_REDTEAM_PENDING") == nullptr)
-    GTEST_SKIP() << "round 3 findings 1-2 (not fixed yet); PKFORGE_REDTEAM_PENDING=1 runs it";
-  const double honest = HonestGpuSpeedup();
-  ExpectOneOf("batch_fuse_group",
-              {{Result::CHEAT_DETECTED, kBatchChecks}, {Result::WRONG_OUTPUT, {}}, {Result::OK, {}}},
-              1.5 * honest);
+  for (int run = 0; run < 3; ++run)
+    ExpectOneOf("batch_fuse_group", {{Result::CHEAT_DETECTED, kBatchChecks}, {Result::WRONG_OUTPUT, {}}});
 }
+// H200 (2026-12-05): CHEAT_DETECTED timed_output_reverify (3 of 3).
 TEST(RedTeamGpu, defer_to_last_group) {
-  if (!HaveGpu()) GTEST_SKIP() << "no usable GPU";
-  if (getenv("PKFORGE_REDTEAM_PENDING") == nullptr)
-    GTEST_SKIP() << "round 3 findings 1-2 (not fixed yet); PKFORGE_REDTEAM_PENDING=1 runs it";
-  const double honest = HonestGpuSpeedup();
   ExpectOneOf("defer_to_last_group",
-              {{Result::CHEAT_DETECTED, kBatchChecks}, {Result::WRONG_OUTPUT, {}}, {Result::OK, {}}},
-              1.5 * honest);
+              {{Result::CHEAT_DETECTED, kBatchChecks}, {Result::WRONG_OUTPUT, {}}});
 }
 // Honest and much faster per call than the reference (one D2D copy per
 // call at world size 1): batch_consistency must not convict it although its
@@ -188,7 +189,15 @@ TEST(RedTeamGpu, control_copy_per_call) { Expect("control_copy_per_call", Result
 // A persistent kernel in a second context of the candidate's own (the
 // candidate rank's device-wide synchronize covers only its primary context):
 // only the judge's idle probe can see it. WRONG_OUTPUT = no second context.
+// H200 (2026-12-05): OK at 0.287x: the judge's empty kernel waits for a
+// time slice (under the 5 ms limit), nothing else sees the second context.
+// No forged gain in this form, but a kernel left running: pending until the
+// idle probe has a tighter, measured limit (outlived_call's detail now
+// reports its latencies).
 TEST(RedTeamGpu, secondary_context_hog) {
+  if (!HaveGpu()) GTEST_SKIP() << "no usable GPU";
+  if (getenv("PKFORGE_REDTEAM_PENDING") == nullptr)
+    GTEST_SKIP() << "OK at 0.287x on the H200 (2026-12-05); PKFORGE_REDTEAM_PENDING=1 runs it";
   ExpectOneOf("secondary_context_hog",
               {{Result::CHEAT_DETECTED, {"outlived_call", "frozen_while_idle"}},
                {Result::WRONG_OUTPUT, {}}});
