@@ -867,6 +867,10 @@ TEST(RedTeamPending, drip_forged_reply_blame) {
     GTEST_SKIP() << "round 7 finding 1 (HARNESS_ERROR 3/3 at b54dfb2); PKFORGE_REDTEAM_PENDING=1";
   Expect("drip_forged_reply_blame", {Cheat({"result_channel", "batch_drip"}), kTimeout, kRuntime});
 }
+// Benign: every call handed to one worker thread of the rank (the honest
+// epoch algorithm), the main thread asleep until it is done. OK 1.30-1.37x
+// 6 of 6 at b54dfb2, probes and drips consistent.
+RT(control_worker_per_call, {kOk})
 // Whole-batch fusion done by one worker thread per rank while the main
 // thread sleeps, the workers summing in call order and taking turns every 8
 // calls (all ranks' outputs advance together: probes read steady progress,
@@ -885,7 +889,7 @@ TEST(RedTeamPending, worker_turns_fuse) {
 // readable to anyone) tell the candidate whether the reference ran since its
 // last call. It fuses exactly the candidate-first batches (never probed;
 // 12 of 12 inferred right in a logged run) and is honest elsewhere. Held at
-// b54dfb2 (CHEAT_DETECTED batch_progress 7 of 8, OK 5.8x once): the honest
+// b54dfb2 (CHEAT_DETECTED batch_progress 10 of 11, OK 5.8x once): the honest
 // batches' probes are timed against the fused batches' shorter span (the
 // global fastest span, as for probe_window_dodge) and look behind. Guards
 // that side effect: should probes become relative to each batch's own pace,
