@@ -19,6 +19,13 @@ using Result = v1::EvaluationResult;
 // cuda: longest a device-wide synchronize may take right after a call
 // returned (judge's clock, including one command round trip).
 constexpr int64_t kLingerLimitNs = 5'000'000;
+// cuda: the median over an evaluation of the judge's empty kernel right
+// after a call (IdleCheck's first attempts). H200, 2026-12-05: honest
+// candidates 19-23 us at the median, 175 us at most; a persistent kernel in
+// a second context of the candidate's (red team secondary_context_hog) made
+// every one wait a time slice, 3.2 ms at the median, under kLingerLimitNs.
+constexpr int64_t kIdleMedianLimitNs = 1'000'000;
+constexpr size_t kIdleMinProbes = 3;
 // How much slower per call the candidate may be in short batches, relative
 // to the reference's own ratio, before it is flagged, and CHEAT_DETECTED on
 // cuda (on the host backend a batch's fixed costs are wake-ups of hundreds
@@ -76,16 +83,31 @@ bool AntiCheat::IdleCheck(v1::Phase phase, const std::string& when) {
   return false;
 }
 
-void AntiCheat::ReportIdleLatency() {
-  if (!Cuda() || idle_ns_.empty()) return;
+IdleLatency JudgeIdleLatency(const std::vector<int64_t>& ns) {
+  IdleLatency v;
+  if (ns.empty()) return v;
   std::vector<double> us;
-  for (int64_t v : idle_ns_) us.push_back(v / 1e3);
-  out_->AppendToPassedDetail(
-      "outlived_call",
-      fmt::format(" (the judge's empty kernel right after a call: {:.0f} us at the median, {:.0f} "
-                  "us at most, {} probes, limit {} ms)",
-                  pkforge::Quantile(us, 0.5), *std::max_element(us.begin(), us.end()), us.size(),
-                  kLingerLimitNs / 1'000'000));
+  for (int64_t x : ns) us.push_back(x / 1e3);
+  const double median = pkforge::Quantile(us, 0.5);
+  v.busy = ns.size() >= kIdleMinProbes && median * 1e3 > static_cast<double>(kIdleMedianLimitNs);
+  v.detail = fmt::format(
+      "the judge's empty kernel right after a call: {:.0f} us at the median, {:.0f} us at most, "
+      "{} probes (limits: {} us at the median, {} ms each)",
+      median, *std::max_element(us.begin(), us.end()), us.size(), kIdleMedianLimitNs / 1000,
+      kLingerLimitNs / 1'000'000);
+  return v;
+}
+
+void AntiCheat::IdleLatencyVerdict() {
+  if (!Cuda() || idle_ns_.empty()) return;
+  const IdleLatency v = JudgeIdleLatency(idle_ns_);
+  if (v.busy) {
+    out_->Cheat("outlived_call",
+                v.detail + ": the GPU stayed busy between the candidate's calls (a kernel of "
+                           "another context of the candidate's, or work it left queued)");
+  } else {
+    out_->AppendToPassedDetail("outlived_call", " (" + v.detail + ")");
+  }
 }
 
 bool AntiCheat::OutlivedCheck(int slot, v1::Phase phase, const std::string& when) {

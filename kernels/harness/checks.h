@@ -41,6 +41,17 @@
 
 namespace pkforge::kernels {
 
+// cuda: over all idle probes of an evaluation (the judge's empty kernel
+// right after a call, on the reference's context), busy when their median
+// exceeds 1 ms: a kernel of another context (time-sliced with the judge's)
+// stays under the 5 ms limit of each single probe but makes every probe wait
+// a time slice. Pure; any thread.
+struct IdleLatency {
+  bool busy = false;
+  std::string detail;
+};
+IdleLatency JudgeIdleLatency(const std::vector<int64_t>& ns);
+
 class AntiCheat {
  public:
   // options, *pool and *outcome must outlive it.
@@ -71,9 +82,10 @@ class AntiCheat {
   // on two anomalous probes that are 3/4 of the conclusive ones, flagged
   // otherwise when any is anomalous. cuda: only "behind" probes convict,
   // "ahead" ones flag (JudgeProgress's ahead_convicts).
-  // cuda: appends the idle probes' latencies (median, worst) to the passed
+  // cuda: the idle probes' latencies over the evaluation (JudgeIdleLatency):
+  // CHEAT_DETECTED outlived_call when busy, else appended to the passed
   // outlived_call check's detail.
-  void ReportIdleLatency();
+  void IdleLatencyVerdict();
   void BatchProgress(const TimingSamples& s);
   // batch_drip: the drip batches (drip_check.h) against the medians of the
   // official per-call times; CHEAT_DETECTED on two slow drip batches that are
@@ -85,9 +97,7 @@ class AntiCheat {
 
   const LaunchOptions& o_;
   // cuda: how long the judge's empty kernel waited on each idle probe's
-  // first attempt (reported by ReportIdleLatency; a yardstick for a tighter
-  // limit than kLingerLimitNs: a kernel of another context of the
-  // candidate's waits a time slice, far under 5 ms).
+  // first attempt (IdleLatencyVerdict).
   std::vector<int64_t> idle_ns_;
   RankPool* pool_;
   Outcome* out_;

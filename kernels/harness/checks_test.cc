@@ -113,5 +113,23 @@ TEST(AntiCheatRules, LateMeasurementsAmendOnlyPassedChecks) {
   EXPECT_EQ(Find(out, "absent"), nullptr);
 }
 
+// cuda idle probes (H200, 2026-12-05): honest candidates 19-23 us at the
+// median and 175 us at most; a persistent kernel in a second context of the
+// candidate's 3.2 ms on every probe (each under the 5 ms single-probe limit).
+TEST(AntiCheatRules, IdleProbesThatAllWaitATimeSliceConvict) {
+  std::vector<int64_t> honest(19, 19'000);
+  honest[3] = 175'000;
+  honest[7] = 4'900'000;  // one stall of another process: the median holds
+  const IdleLatency h = JudgeIdleLatency(honest);
+  EXPECT_FALSE(h.busy) << h.detail;
+  EXPECT_NE(h.detail.find("19 us at the median, 4900 us at most, 19 probes"), std::string::npos)
+      << h.detail;
+  const IdleLatency hog = JudgeIdleLatency(std::vector<int64_t>(19, 3'222'000));
+  EXPECT_TRUE(hog.busy) << hog.detail;
+  // Too few probes to tell (an evaluation that stopped early).
+  EXPECT_FALSE(JudgeIdleLatency({3'222'000, 3'222'000}).busy);
+  EXPECT_FALSE(JudgeIdleLatency({}).busy);
+}
+
 }  // namespace
 }  // namespace pkforge::kernels

@@ -890,7 +890,7 @@ void Judge::Finish() {
   const TimingSummary t = SummarizeTiming(samples_, o_.iters, &out_.result());
   checks_.WallclockCrosscheck(samples_, t);
   checks_.FrozenWhileIdle();
-  checks_.ReportIdleLatency();
+  checks_.IdleLatencyVerdict();
   if (t.cand.median > 0) out_.result().set_speedup(t.ref.median / t.cand.median);
   checks_.BatchConsistency(samples_);
   if (out_.undecided()) checks_.BatchProgress(samples_);

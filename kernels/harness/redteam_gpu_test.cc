@@ -189,15 +189,11 @@ TEST(RedTeamGpu, control_copy_per_call) { Expect("control_copy_per_call", Result
 // A persistent kernel in a second context of the candidate's own (the
 // candidate rank's device-wide synchronize covers only its primary context):
 // only the judge's idle probe can see it. WRONG_OUTPUT = no second context.
-// H200 (2026-12-05): OK at 0.287x: the judge's empty kernel waits for a
-// time slice (under the 5 ms limit), nothing else sees the second context.
-// No forged gain in this form, but a kernel left running: pending until the
-// idle probe has a tighter, measured limit (outlived_call's detail now
-// reports its latencies).
+// H200 (2026-12-05): OK at 0.29x and 0.53x while each idle probe had a
+// 5 ms limit only: the judge's empty kernel waited a time slice, 3.2 ms at
+// the median (honest: 19-23 us). Now the median of the idle probes must stay
+// under 1 ms (JudgeIdleLatency).
 TEST(RedTeamGpu, secondary_context_hog) {
-  if (!HaveGpu()) GTEST_SKIP() << "no usable GPU";
-  if (getenv("PKFORGE_REDTEAM_PENDING") == nullptr)
-    GTEST_SKIP() << "OK at 0.287x on the H200 (2026-12-05); PKFORGE_REDTEAM_PENDING=1 runs it";
   ExpectOneOf("secondary_context_hog",
               {{Result::CHEAT_DETECTED, {"outlived_call", "frozen_while_idle"}},
                {Result::WRONG_OUTPUT, {}}});
