@@ -865,7 +865,9 @@ TEST(RedTeam, drip_watcher_storm) { ExpectProgressCheat("drip_watcher_storm"); }
 TEST(RedTeamPending, drip_forged_reply_blame) {
   if (getenv("PKFORGE_REDTEAM_PENDING") == nullptr)
     GTEST_SKIP() << "round 7 finding 1 (HARNESS_ERROR 4/4 at b54dfb2); PKFORGE_REDTEAM_PENDING=1";
-  Expect("drip_forged_reply_blame", {Cheat({"result_channel", "batch_drip"}), kTimeout, kRuntime});
+  // Any conviction or failure of the candidate is right (after a fix that stops the watchers, the
+  // unreleased calls still hold decoys: input_mutation / timed_output_reverify may fire first).
+  Expect("drip_forged_reply_blame", {kCheatAny, kTimeout, kRuntime});
 }
 // Benign: every call handed to one worker thread of the rank (the honest
 // epoch algorithm), the main thread asleep until it is done. OK 1.30-1.37x

@@ -16,8 +16,11 @@
 // rc 0) and then blocks in the call. The judge accepts the replies, freezes
 // the candidate mid-call, and waits for watchers that wait for a return that
 // can never come.
-// EXPECT (fixed judge): never HARNESS_ERROR; CHEAT_DETECTED result_channel /
-// batch_drip, or TIMEOUT / RUNTIME_ERROR naming the candidate.
+// EXPECT (fixed judge): never HARNESS_ERROR; CHEAT_DETECTED (result_channel,
+// batch_drip; input_mutation / timed_output_reverify where the calls never
+// released still hold decoys), or TIMEOUT / RUNTIME_ERROR naming the candidate.
+// Measured at b54dfb2: HARNESS_ERROR "reference ranks 0,1,2 gave no reply
+// within 10 s in PHASE_TIMING" 5 of 5 (10.1-10.2 s each).
 #include "kernels/testdata/redteam/chunk_lookahead.h"
 
 namespace {
