@@ -60,10 +60,6 @@ constexpr int kDripBatches = 3;
 // More drip batches, after the timed ones, while their findings are mixed
 // or too few are conclusive (as for the probes).
 constexpr int kExtraDrips = 3;
-// Calls per drip batch (at most): a median over 31 gaps is steady, and each
-// dripped call costs hand-offs on both sides (at the default sizes on the
-// host, 40-60 ms against 12-28 ms free-running: comparing and copying MiBs).
-constexpr uint32_t kDripCalls = 32;
 
 // CPU time of the candidate ranks, ns: per rank, its live threads' (ns
 // resolution) or the whole process's with its exited threads (tick
@@ -751,6 +747,7 @@ bool Judge::DripPair(const Cmd& batch, int j, v1::Phase ph, double overhead_us) 
   Cmd watch = batch;
   watch.op = kOpDripWatch;
   watch.seed = limit_ms;
+  pool_.SetDripStop(false);
   if (!pool_.Send(pool_.refs(), watch)) return false;
   const CandidateWindow window(pool_.cands());
   Cmd calls = batch;
@@ -760,7 +757,21 @@ bool Judge::DripPair(const Cmd& batch, int j, v1::Phase ph, double overhead_us) 
   if (!pool_.CandRound(calls, ph, &r, &wall)) return false;
   // Starved as for a progress probe (CandidateWindow).
   const double share = window.WaitShare(wall), used = window.Used(wall);
+  // The candidate's ranks replied and are frozen: no call can return any
+  // more, so a watcher still waiting for one stops (it answers t1_ns = 1).
+  pool_.SetDripStop(true);
   if (!pool_.Collect(pool_.refs(), kOpDripWatch, ph, &wr)) return false;
+  for (size_t i = 0; i < wr.size(); ++i) {
+    if (wr[i].t1_ns != 1) continue;
+    // The harness replies to a drip batch only after its last call returned
+    // (or with an error, which CandRound has reported): this reply was
+    // written by candidate code (red team round 7 drip_forged_reply_blame).
+    out_.Cheat("result_channel",
+               fmt::format("drip batch {}: candidate rank {} replied before its calls had "
+                           "returned ({} of {} verified): a reply the harness never sends",
+                           j, pool_.refs()[i]->rank, wr[i].value, batch.count));
+    return false;
+  }
   Cmd snap = batch;
   snap.op = kOpSnapshot;
   if (!pool_.RoundCmd(pool_.refs(), snap, ph, &r)) return false;

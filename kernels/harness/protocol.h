@@ -96,6 +96,12 @@ struct DripWord {
   std::atomic<uint32_t> returned;  // calls that returned
 };
 inline constexpr int64_t kDripWordBytes = 64;
+// Most calls in one drip batch: a median over 31 gaps is steady, and each
+// dripped call costs hand-offs on both sides (at the default sizes on the
+// host, 40-60 ms against 12-28 ms free-running: comparing and copying MiBs).
+// The reference ranks size their drip buffers with it in their setup, before
+// any candidate code runs.
+inline constexpr uint32_t kDripCalls = 32;
 
 // Most calls in one timed batch for a rank whose outputs take out_bytes: the
 // reference rank keeps a snapshot of every call's outputs (<= 2 GiB in all,

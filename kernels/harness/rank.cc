@@ -9,7 +9,10 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <condition_variable>
 #include <functional>
+#include <memory>
+#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -70,6 +73,63 @@ uint64_t Fnv1a(const void* data, int64_t bytes, uint64_t h) {
   for (int64_t i = 0; i < bytes; ++i) h = (h ^ p[i]) * 0x100000001b3ull;
   return h;
 }
+
+// One thread, started before any candidate code runs, that runs jobs handed
+// to it one at a time (the reference's own drip watcher). A thread created
+// later could fail: candidate processes share the task limit (red team
+// round 7 pids_exhaust_blame: idle threads up to pids.max, then the
+// reference's std::thread threw, an abort blamed on the harness).
+// Thread safety: Run and Wait from one thread (the rank's).
+class ParkedThread {
+ public:
+  ParkedThread() : t_([this] { Loop(); }) {}
+  ~ParkedThread() {
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      quit_ = true;
+    }
+    cv_.notify_all();
+    t_.join();
+  }
+  ParkedThread(const ParkedThread&) = delete;
+  ParkedThread& operator=(const ParkedThread&) = delete;
+
+  void Run(std::function<void()> job) {
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      job_ = std::move(job);
+      done_ = false;
+    }
+    cv_.notify_all();
+  }
+  void Wait() {
+    std::unique_lock<std::mutex> l(mu_);
+    cv_.wait(l, [&] { return done_; });
+  }
+
+ private:
+  void Loop() {
+    std::unique_lock<std::mutex> l(mu_);
+    for (;;) {
+      cv_.wait(l, [&] { return quit_ || job_ != nullptr; });
+      if (quit_) return;
+      std::function<void()> job = std::move(job_);
+      job_ = nullptr;
+      l.unlock();
+      job();
+      l.lock();
+      done_ = true;
+      cv_.notify_all();
+    }
+  }
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::function<void()> job_;
+  bool done_ = true;
+  bool quit_ = false;
+  std::thread t_;  // last: starts once the rest is constructed
+};
 
 class Rank {
  public:
@@ -203,6 +263,17 @@ class Rank {
   void Setup(Reply* rep) {
     if (o_.role == "ref") {
       run_ = problem_->host_reference;
+      // Everything the reference needs later, acquired now, before any
+      // candidate code runs: the watcher thread of its drip batches and
+      // the memory of its snapshots and drip buffers (committed: touched).
+      drip_watcher_ = std::make_unique<ParkedThread>();
+      const int64_t ob = OutBytes();
+      int64_t ib = 0;
+      for (const Placed& p : layout_.in[o_.rank]) ib += p.bytes;
+      const int64_t calls = std::min<int64_t>(o_.slots, MaxBatch(ob));
+      Commit(&snapshot_, static_cast<size_t>(calls * ob));
+      Commit(&golden_, static_cast<size_t>(kDripCalls * ob));
+      Commit(&stash_, static_cast<size_t>(kDripCalls * ib));
       return;
     }
     const std::string path =
@@ -356,7 +427,12 @@ class Rank {
   // inputs in place and the word releases it. The time between two returns
   // seen is a call's share of the batch (throughput: the hand-off of call k
   // overlaps call k + 1 unless the watcher falls behind).
+  // `stop` (the reference side's drip_stop, null for the reference's own
+  // drip batch): set by the judge once the calls' side has replied; a return
+  // still awaited then never comes. The candidate's last store to `returned`
+  // precedes its reply, so a load after seeing `stop` is final.
   static DripWatch Watch(DripWord* w, uint32_t n, int64_t limit_ms,
+                         const std::atomic<uint32_t>* stop,
                          const std::function<bool(uint32_t)>& verify,
                          const std::function<void(uint32_t)>& release) {
     DripWatch d;
@@ -364,14 +440,16 @@ class Rank {
     int64_t t_prev = 0;
     for (uint32_t k = 0; k < n; ++k) {
       for (;;) {
-        const uint32_t r = w->returned.load(std::memory_order_acquire);
-        if (r == kDripAbort || MonotonicNs() > deadline) {
+        uint32_t r = w->returned.load(std::memory_order_acquire);
+        const bool stopped = stop != nullptr && stop->load(std::memory_order_acquire) != 0;
+        if (stopped) r = w->returned.load(std::memory_order_acquire);
+        if (r != kDripAbort && r > k) break;
+        if (r == kDripAbort || stopped || MonotonicNs() > deadline) {
           d.stopped = true;
           w->released.store(kDripAbort, std::memory_order_release);
           WakeAll(&w->released);
           return d;
         }
-        if (r > k) break;
         WaitWhileEquals(&w->returned, r, 10'000'000);
       }
       const int64_t t_obs = MonotonicNs();
@@ -426,8 +504,16 @@ class Rank {
   // the candidate's watcher shares its rank's), verified against the
   // outputs the batch's slots hold (the reference's, computed just before).
   void SelfDrip(const Cmd& cmd, Reply* rep) {
+    if (drip_watcher_ == nullptr) {
+      rep->rc = kRcHarness;
+      snprintf(rep->message, sizeof rep->message, "drip batch before the reference's setup");
+      return;
+    }
     const int64_t ob = OutBytes();
-    std::vector<char> golden, stash;
+    std::vector<char>& golden = golden_;
+    std::vector<char>& stash = stash_;
+    golden.clear();
+    stash.clear();
     const auto& ins = layout_.in[o_.rank];
     Pack(data_, cmd, layout_.out[o_.rank], 0, &golden);
     Pack(data_, cmd, ins, kDripLead, &stash);
@@ -439,9 +525,9 @@ class Rank {
     int64_t in_bytes = 0;
     for (const Placed& p : ins) in_bytes += p.bytes;
     DripWatch d;
-    std::thread watcher([&] {
+    drip_watcher_->Run([&] {
       d = Watch(
-          w, cmd.count, static_cast<int64_t>(cmd.seed),
+          w, cmd.count, static_cast<int64_t>(cmd.seed), nullptr,
           [&](uint32_t k) {
             return OutputsMatch(data_, static_cast<int>(cmd.SlotAt(k)),
                                 golden.data() + static_cast<size_t>(ob) * k);
@@ -458,7 +544,7 @@ class Rank {
     Reply calls;
     std::memset(&calls, 0, sizeof calls);
     DripCalls(cmd, w, &calls);
-    watcher.join();
+    drip_watcher_->Wait();
     FillDripReply(d, rep);
     if (calls.rc != 0 || d.stopped) {
       rep->rc = kRcHarness;
@@ -473,7 +559,7 @@ class Rank {
   void WatchCandidateDrip(const Cmd& cmd, Reply* rep) {
     DripWord* w = layout_.Drip(cand_data_, o_.rank);
     const DripWatch d = Watch(
-        w, cmd.count, static_cast<int64_t>(cmd.seed),
+        w, cmd.count, static_cast<int64_t>(cmd.seed), &g_control->drip_stop,
         [&](uint32_t k) {
           return OutputsMatch(cand_data_, static_cast<int>(cmd.SlotAt(k)), nullptr, data_);
         },
@@ -593,6 +679,12 @@ class Rank {
       }
   }
 
+  // Sized and touched now (capacity kept through clear()).
+  static void Commit(std::vector<char>* v, size_t bytes) {
+    v->assign(bytes, 0);
+    v->clear();
+  }
+
   void Snapshot(const Cmd& cmd) {
     snapshot_.clear();
     Pack(cand_data_, cmd, layout_.out[o_.rank], 0, &snapshot_);
@@ -622,6 +714,8 @@ class Rank {
   pkf_run_fn run_ = nullptr;
   pkf_teardown_fn teardown_ = nullptr;
   std::vector<char> snapshot_;
+  std::vector<char> golden_, stash_;  // the reference's own drip batch (SelfDrip)
+  std::unique_ptr<ParkedThread> drip_watcher_;
   int cand_fd_ = -1;
 };
 

@@ -114,6 +114,11 @@ class RankPool {
   bool CandPausedRound(const Cmd& cmd, v1::Phase phase, int64_t pause_after_ns,
                        const std::function<bool(int64_t frozen_after_ns, bool pending)>& while_frozen,
                        std::vector<Reply>* replies);
+  // Host drip batches: the reference side's drip_stop word (shm.h), set
+  // once the candidate's drip round is over, cleared before the next.
+  void SetDripStop(bool stop) {
+    if (controls_[0] != nullptr) controls_[0]->drip_stop.store(stop ? 1 : 0, std::memory_order_release);
+  }
   bool Freeze(v1::Phase phase);
   bool Thaw();
 

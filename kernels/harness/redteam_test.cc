@@ -862,9 +862,10 @@ TEST(RedTeam, drip_watcher_storm) { ExpectProgressCheat("drip_watcher_storm"); }
 // return that never comes until their own limit (timeout_s from when they
 // started: always after Collect's deadline). At b54dfb2: HARNESS_ERROR
 // "reference ranks 0,1,2 gave no reply within 10 s in PHASE_TIMING" 3 of 3.
-TEST(RedTeamPending, drip_forged_reply_blame) {
-  if (getenv("PKFORGE_REDTEAM_PENDING") == nullptr)
-    GTEST_SKIP() << "round 7 finding 1 (HARNESS_ERROR 4/4 at b54dfb2); PKFORGE_REDTEAM_PENDING=1";
+// Fixed (session 11): the judge sets the reference side's drip_stop once the
+// candidate's drip round is over; a watcher still waiting stops, and the
+// reply is CHEAT_DETECTED result_channel.
+TEST(RedTeam, drip_forged_reply_blame) {
   // Any conviction or failure of the candidate is right (after a fix that stops the watchers, the
   // unreleased calls still hold decoys: input_mutation / timed_output_reverify may fire first).
   Expect("drip_forged_reply_blame", {kCheatAny, kTimeout, kRuntime});
@@ -954,9 +955,10 @@ std::string PidsCgroup(const std::string& name, int tasks) {
 // reference rank. At b54dfb2: HARNESS_ERROR "reference rank 2 killed by
 // signal 6 (Aborted) during PHASE_TIMING" with pids.max 300 (2 of 2, 0.5 s)
 // and 4120 (the executor's run sandbox: 4096 + bwrap's; 5.6 s).
-TEST(RedTeamPending, pids_exhaust_blame) {
-  if (getenv("PKFORGE_REDTEAM_PENDING") == nullptr)
-    GTEST_SKIP() << "round 7 finding 2 (HARNESS_ERROR 4/4 at b54dfb2); PKFORGE_REDTEAM_PENDING=1";
+// Fixed (session 11): the reference's drip watcher is one thread started in
+// its setup, before any candidate code runs (rank.cc ParkedThread), and its
+// snapshot and drip buffers are committed there too.
+TEST(RedTeam, pids_exhaust_blame) {
   const std::string cg = PidsCgroup("pkf_redteam_pids7", 300);
   if (cg.empty()) GTEST_SKIP() << "cannot create a pids cgroup here";
   Expect("pids_exhaust_blame", {kOk, kRuntime, Accept{Result::SETUP_ERROR, {}}}, "", 10,

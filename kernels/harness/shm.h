@@ -44,6 +44,12 @@ struct SideControl {
   // side during kOpSetup, read by the side's other ranks after a barrier.
   uint8_t nccl_id[128];                // ncclUniqueId drawn by rank 0 of the side
   uint8_t ipc_scratch[kMaxWorld][64];  // cudaIpcMemHandle_t of each rank's scratch + signal pad
+  // Reference side only (host drip batches): set by the judge once the
+  // candidate's drip round is over (its ranks replied and are frozen). A
+  // watcher still waiting for a call's return then stops: none can come
+  // (red team round 7 drip_forged_reply_blame: replies written by candidate
+  // code mid-call left the watchers waiting into a HARNESS_ERROR).
+  std::atomic<uint32_t> drip_stop;
 };
 
 // cuda backend: the data segments hold only a mailbox of cudaIpcMemHandle_t,
