@@ -750,13 +750,25 @@ bool Judge::DripPair(const Cmd& batch, int j, v1::Phase ph, double overhead_us) 
   pool_.SetDripStop(false);
   if (!pool_.Send(pool_.refs(), watch)) return false;
   const CandidateWindow window(pool_.cands());
+  const int64_t ref_cpu0 = RanksCpuNs(pool_.refs());
   Cmd calls = batch;
   calls.op = kOpDrip;
   calls.seed = 0;
   int64_t wall = 0;
   if (!pool_.CandRound(calls, ph, &r, &wall)) return false;
-  // Starved as for a progress probe (CandidateWindow).
-  const double share = window.WaitShare(wall), used = window.Used(wall);
+  // Starved when other processes held the CPUs: the candidate's main
+  // threads waited for a CPU (share) that neither its own threads nor the
+  // reference's watchers used (a waiting thread waits behind someone). Not
+  // relative to the candidate's own least wait in its timed batches: a
+  // candidate whose main threads sleep there while its workers compute set
+  // that baseline to ~0 and read "starved" on every drip batch (red team
+  // round 7 worker_turns_fuse: 5-6 of 6 inconclusive, OK ~10x against an
+  // honest 6.7x).
+  const double share = window.WaitShare(wall);
+  const double used = window.Used(wall) +
+                      (RanksCpuNs(pool_.refs()) - ref_cpu0) /
+                          std::max(1.0, static_cast<double>(wall) * window.cpus());
+  const double foreign = std::min(share, 1.0 - used);
   // The candidate's ranks replied and are frozen: no call can return any
   // more, so a watcher still waiting for one stops (it answers t1_ns = 1).
   pool_.SetDripStop(true);
@@ -796,7 +808,7 @@ bool Judge::DripPair(const Cmd& batch, int j, v1::Phase ph, double overhead_us) 
                            j, deferred_rank, deferred));
     return false;
   }
-  s.starved = !ref_ok || (share > least_wait_share_ + 0.25 && used < 0.5);
+  s.starved = !ref_ok || foreign > 0.25;
   s.calls = static_cast<int>(batch.count);
   samples_.drip.push_back(s);
   samples_.drip_ms += (MonotonicNs() - t_start) / 1e6;
