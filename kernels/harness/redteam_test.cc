@@ -882,6 +882,8 @@ RT(control_worker_per_call, {kOk})
 // sleep in timed batches). At b54dfb2: OK in 8 of 10 launches at 7.5-10.9x
 // (honest epoch 6.3-6.9x in the same minutes), 5-6 of 6 drip batches
 // inconclusive, at most 2 of 7 probes behind; world 2, 8 and bf16 alike.
+// At 3375167 (drip batches starved only by other processes): its drips are
+// conclusive (consistent), OK 3 of 9 at 9.4-10.3x (load 1.5-2.3).
 TEST(RedTeamPending, worker_turns_fuse) {
   if (getenv("PKFORGE_REDTEAM_PENDING") == nullptr)
     GTEST_SKIP() << "round 7 finding 3 (OK 8 of 10, 7.5-10.9x); PKFORGE_REDTEAM_PENDING=1";
@@ -907,6 +909,9 @@ TEST(RedTeam, probe_order_leak_fuse) { ExpectBelowHonestEpoch("probe_order_leak_
 // PHASE_CORRECTNESS" 3 of 3 at b54dfb2 (bare launch; the executor turns an
 // OOM kill in its sandbox into RUNTIME_ERROR, docs/threat-model.md). The
 // battery runs it at tiny, where nothing trusted allocates 8 MiB later.
+// At 3375167 (snapshot and drip buffers committed in the reference's setup)
+// still 2 of 2: the data memfds' pages are first touched by the reference's
+// input generation (kOpGen of each slot), after candidate code ran.
 TEST(RedTeamPending, tmpfs_file_oom_blame_default_size) {
   if (getenv("PKFORGE_REDTEAM_PENDING") == nullptr)
     GTEST_SKIP() << "round 7 finding 2 (HARNESS_ERROR 4/4, bare launch); PKFORGE_REDTEAM_PENDING=1";
