@@ -259,7 +259,8 @@ class Judge {
   // not a timed sample.
   bool TimedPair(const Cmd& batch, int index, bool ref_first, v1::Phase phase, BatchWalls* w,
                  int64_t pause_ns = 0, double span_ns = 0);
-  bool ProgressProbe(const Cmd& batch, v1::Phase phase, int64_t pause_ns, double span_ns,
+  bool ProgressProbe(const Cmd& batch, v1::Phase phase, bool ref_ran, int64_t pause_ns,
+                     double span_ns,
                      std::vector<Reply>* replies);
   void RecordDeviceState(const std::string& versions);
   bool Cuda() const { return o_.backend == "cuda"; }
@@ -604,8 +605,11 @@ bool Judge::Timing() {
                  : 0;
     // Which side goes first is drawn from secret randomness (a fixed order
     // told the candidate when the reference's batch would follow its own:
-    // red team irq_storm_ref aimed kernel timers at it).
-    const bool ref_first = is_probe || (SecretSeed() & 1) == 0;
+    // red team irq_storm_ref aimed kernel timers at it), for probed batches
+    // too: had they always run the reference first, a candidate that reads
+    // its reference siblings' context switches in /proc would know which of
+    // its batches could be probed (red team round 7, finding 4).
+    const bool ref_first = (SecretSeed() & 1) == 0;
     if (!TimedPair(batch, j, ref_first, ph, &w, pause_ns, span_us * 1e3))
       return false;
     if (!CheckBatch(batch, j, ph, true)) return false;
@@ -817,17 +821,21 @@ bool Judge::DripPair(const Cmd& batch, int j, v1::Phase ph, double overhead_us) 
 
 // The candidate's batch, paused `pause_ns` after its command: while it is
 // frozen the reference ranks count the calls already done (kOpProgress;
-// the reference ran the batch first), against the share of its fastest
+// against the batch's reference outputs: when the reference's batch has not
+// run yet, `ref_ran` false, it runs first, untimed, while the candidate is
+// frozen), against the share of its fastest
 // batch (span_ns, command to last reply) that passed until the stop was
 // sent (the judge's clock: the run-queue waits of the candidate's threads
 // are not subtracted, a thread that stays runnable would inflate them).
-bool Judge::ProgressProbe(const Cmd& batch, v1::Phase ph, int64_t pause_ns, double span_ns,
+bool Judge::ProgressProbe(const Cmd& batch, v1::Phase ph, bool ref_ran, int64_t pause_ns,
+                          double span_ns,
                           std::vector<Reply>* r) {
   const CandidateWindow window(pool_.cands());
   auto probe = [&](int64_t frozen_after_ns, bool pending) {
+    std::vector<Reply> pr;
+    if (!ref_ran && !pool_.RoundCmd(pool_.refs(), batch, ph, &pr)) return false;
     Cmd pc = batch;
     pc.op = kOpProgress;
-    std::vector<Reply> pr;
     if (!pool_.RoundCmd(pool_.refs(), pc, ph, &pr)) return false;
     uint64_t done = batch.count;
     for (const Reply& x : pr) done = std::min<uint64_t>(done, x.value);
@@ -878,7 +886,7 @@ bool Judge::TimedPair(const Cmd& batch, int j, bool ref_first, v1::Phase ph, Bat
       const std::vector<int64_t> wait0 = RunDelays(pool_.cands());
       const int64_t judge_wait0 = ProcessRunDelayNs(getpid());
       if (pause_ns > 0) {
-        if (!ProgressProbe(batch, ph, pause_ns, span_ns, &r)) return false;
+        if (!ProgressProbe(batch, ph, /*ref_ran=*/ref_first, pause_ns, span_ns, &r)) return false;
       } else {
         const std::vector<int64_t> main0 = RunDelays(pool_.cands(), MainThreadRunDelayNs);
         if (!pool_.CandRound(batch, ph, &r, &wall)) return false;

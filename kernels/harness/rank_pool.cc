@@ -155,9 +155,21 @@ struct RankPool::Segments {
   std::vector<int> data_fds[2];
 };
 
+// The kernel's count of OOM kills, system-wide and in memory cgroups alike
+// (/proc/vmstat oom_kill, Linux >= 4.13); -1 when unknown.
+static int64_t OomKillCount() {
+  std::ifstream f("/proc/vmstat");
+  std::string key;
+  int64_t v = 0;
+  while (f >> key >> v)
+    if (key == "oom_kill") return v;
+  return -1;
+}
+
 bool RankPool::Spawn(const std::string& rank_exe, const Dims& dims, const DataLayout& layout,
                      uint64_t scratch_bytes) {
   const int self = getpid();
+  oom_kills0_ = OomKillCount();
   std::vector<std::string> env = RankEnvironment(Cuda());
   std::vector<char*> envp;
   for (auto& s : env) envp.push_back(s.data());
@@ -341,8 +353,24 @@ void RankPool::Crash(RankProc* p, v1::Phase phase) {
   const std::string who = fmt::format("{} rank {}", p->ref ? "reference" : "candidate", p->rank);
   f->set_error(fmt::format("{} {} during {}", who, what, v1::Phase_Name(phase)));
   f->set_stderr_tail(Tail(p->err_fd, 2000));
+  // Killed by the OOM killer: memory ran out while the candidate ran. Its
+  // ranks are the killer's first choice (oom_score_adj 1000), but memory it
+  // left in files (tmpfs) stays charged after they die, and then a trusted
+  // process goes next (red team tmpfs_file_oom_blame_default_size): an
+  // out-of-memory failure, RUNTIME_ERROR, as the executor reports any OOM
+  // kill in its sandbox (docs/threat-model.md).
+  const int64_t ooms = OomKillCount();
+  if (p->reaped && WIFSIGNALED(p->wstatus) && WTERMSIG(p->wstatus) == SIGKILL &&
+      oom_kills0_ >= 0 && ooms > oom_kills0_) {
+    out_->End(Result::RUNTIME_ERROR,
+              fmt::format("out of memory during {}: the kernel's OOM killer killed {} ({} OOM "
+                          "kills since the ranks started; the candidate's ranks go first)",
+                          v1::Phase_Name(phase), who, ooms - oom_kills0_));
+    return;
+  }
   // No candidate process can reach a reference rank (containment.h), so a
-  // reference that dies is the harness's failure, never the candidate's.
+  // reference that dies otherwise is the harness's failure, never the
+  // candidate's.
   if (p->ref) {
     out_->HarnessFault(fmt::format("{} {} during {}", who, what, v1::Phase_Name(phase)));
     return;

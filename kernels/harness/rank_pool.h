@@ -158,6 +158,7 @@ class RankPool {
   CandidateProcesses ref_tree_;  // the reference ranks, stopped the same way to end their clock
   int frozen_windows_ = 0;
   int64_t last_reply_ns_ = 0;
+  int64_t oom_kills0_ = -1;  // the kernel's OOM kill count when the ranks started
   int window_violations_ = 0;
   std::string window_detail_;
 };

@@ -34,6 +34,16 @@ absl::StatusOr<int> CreateSegment(const std::string& name, uint64_t bytes) {
     close(fd);
     return ErrnoError("sealing " + name, e);
   }
+  // Its pages now, before any rank (or candidate code) exists: memory a
+  // trusted process first touches later could be taken first by the
+  // candidate, and the kernel then kills a trusted process (red team round 7
+  // tmpfs_file_oom_blame_default_size: the reference OOM-killed while
+  // generating inputs, a HARNESS_ERROR).
+  if (bytes > 0 && fallocate(fd, 0, 0, static_cast<off_t>(bytes)) != 0 && errno != EOPNOTSUPP) {
+    int e = errno;
+    close(fd);
+    return ErrnoError("allocating the pages of " + name, e);
+  }
   // Keep segment descriptors above the fixed rank descriptor numbers so
   // dup2() into kFd* in a child never clobbers a source descriptor.
   int high = fcntl(fd, F_DUPFD_CLOEXEC, 100);
