@@ -177,6 +177,17 @@ TEST(RedTeamGpu, batch_fuse_group) {
   for (int run = 0; run < 3; ++run)
     ExpectOneOf("batch_fuse_group", {{Result::CHEAT_DETECTED, kBatchChecks}, {Result::WRONG_OUTPUT, {}}});
 }
+// Red team round 7 (not yet run on a GPU): the group first, then a spin
+// kernel per later call, so that probes find it "ahead" (a flag on cuda)
+// and short/long batches stay within 2x. Predicted OK at ~2.5-3.5x the
+// honest per-call candidate: the accepted cuda residual
+// (docs/threat-model.md) until it is measured.
+TEST(RedTeamGpu, fuse_group_ahead) {
+  if (!HaveGpu()) GTEST_SKIP() << "no usable GPU";
+  if (getenv("PKFORGE_REDTEAM_PENDING") == nullptr)
+    GTEST_SKIP() << "round 7 cuda prediction (not run); PKFORGE_REDTEAM_PENDING=1 runs it";
+  ExpectOneOf("fuse_group_ahead", {{Result::CHEAT_DETECTED, kBatchChecks}, {Result::WRONG_OUTPUT, {}}});
+}
 // H200 (2026-12-05): CHEAT_DETECTED timed_output_reverify (3 of 3).
 TEST(RedTeamGpu, defer_to_last_group) {
   ExpectOneOf("defer_to_last_group",
