@@ -1,5 +1,7 @@
 // End-to-end tests of the host backend: the real pkforge-worker binary
 // evaluates candidates compiled at test-build time (kernels/CMakeLists.txt).
+#include <fcntl.h>
+#include <unistd.h>
 #include <sys/wait.h>
 
 #include <chrono>
@@ -178,6 +180,19 @@ TEST(HostEval, OperatorSecretsNeverReachTheCandidateButToolVariablesDo) {
   unsetenv("NV_TPS_LAUNCH_TOKEN");
   EXPECT_EQ(l.result.status(), Result::OK) << Describe(l);
   EXPECT_EQ(l.raw.find("sk-planted-secret"), std::string::npos);
+}
+
+// A descriptor the worker's caller left open without close-on-exec never
+// reaches a rank (red team round 7: a shell's fds 10 and 251 were open in
+// every candidate rank of a bare launch).
+TEST(HostEval, DescriptorsOfTheWorkersCallerNeverReachTheCandidate) {
+  const int fd = open("/dev/null", O_RDONLY);  // no O_CLOEXEC: popen's shell inherits it
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(dup2(fd, 777), 777);
+  close(fd);
+  Launched l = Launch("allreduce", "cheat_inherited_fd", 2);
+  close(777);
+  EXPECT_EQ(l.result.status(), Result::OK) << Describe(l);
 }
 
 TEST(HostEval, DeadlockIsTimeoutNamingPhaseAndStuckRank) {

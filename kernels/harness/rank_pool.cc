@@ -5,6 +5,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -25,6 +26,9 @@ namespace pkforge::kernels {
 namespace {
 
 using Result = v1::EvaluationResult;
+
+// close_range(2)'s CLOSE_RANGE_CLOEXEC (Linux >= 5.11; older kernels: a loop).
+constexpr unsigned kCloseRangeCloexec = 1u << 2;
 
 constexpr uint64_t kFlagCount = 1024;
 constexpr const char* kSideNames[2] = {"ref", "cand"};
@@ -302,9 +306,19 @@ bool RankPool::StartRank(int i, int self, const std::string& rank_exe, const Dim
     dup2(own_data, kFdData);
     // Only reference ranks get the candidate side's data (to fill inputs and
     // read outputs); nothing of the reference side reaches a candidate rank.
-    if (side == 0) dup2(peer_data, kFdPeerData);
+    if (side == 0)
+      dup2(peer_data, kFdPeerData);
+    else
+      close(kFdPeerData);  // whatever the caller may have left there
     dup2(p.err_fd, 1);
     dup2(p.err_fd, 2);
+    // Nothing else crosses the exec: descriptors the worker's caller left
+    // open without close-on-exec (a daemon's sockets, a shell's files) and
+    // the caller's stdin.
+    const int null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    if (null_fd >= 0) dup2(null_fd, 0);
+    if (syscall(SYS_close_range, kFdPeerData + 1, ~0U, kCloseRangeCloexec) != 0)
+      for (int fd = kFdPeerData + 1; fd < 65536; ++fd) fcntl(fd, F_SETFD, FD_CLOEXEC);
     execve(rank_exe.c_str(), argv.data(), envp.data());
     _exit(127);
   }
