@@ -327,6 +327,9 @@ void AntiCheat::BatchProgress(const TimingSamples& s) {
     out_->Cheat("batch_progress",
                 d + ": calls were not done one after the other (deferred to a later call, or "
                     "done ahead by an earlier one)");
+  } else if (v.conclusive == 0 && v.ahead_only == 0) {
+    out_->AddCheck("batch_progress", false, true,
+                   d + " (no probe was conclusive: not judged; flagged)");
   } else if (v.flag) {
     out_->AddCheck("batch_progress", false, true,
                    d + fmt::format(" ({} of {} conclusive probes anomalous{}: flagged)",
@@ -356,6 +359,10 @@ void AntiCheat::BatchDrip(const TimingSamples& s) {
     out_->Cheat("batch_drip",
                 d + ": a call alone costs over twice what it did when later calls' inputs were "
                     "visible (work done for several calls together)");
+  } else if (v.conclusive == 0) {
+    // Every drip batch starved by other load: not judged, and said so.
+    out_->AddCheck("batch_drip", false, true,
+                   d + " (no drip batch was conclusive: not judged; flagged)");
   } else if (v.flag) {
     out_->AddCheck("batch_drip", false, true,
                    d + fmt::format(" ({} of {} conclusive drip batches slow: flagged)", v.slow,

@@ -131,5 +131,24 @@ TEST(AntiCheatRules, IdleProbesThatAllWaitATimeSliceConvict) {
   EXPECT_FALSE(JudgeIdleLatency({}).busy);
 }
 
+// Every probe or drip batch inconclusive (starved): nothing judged, and the
+// check says so (a flag), never a silent pass (red team round 8: a spinner
+// process made every drip batch read starved).
+TEST(AntiCheatRules, NothingConclusiveIsFlaggedNotPassed) {
+  for (const char* check : {"batch_progress", "batch_drip"}) {
+    TimingSamples s = Anomalous(35, 5);
+    for (ProgressSample& p : s.progress) p.starved = true;
+    for (DripSample& d : s.drip) d.starved = true;
+    Outcome out;
+    Judge(check, s, &out);
+    EXPECT_TRUE(out.undecided()) << check;
+    const auto* c = Find(out, check);
+    ASSERT_NE(c, nullptr) << check;
+    EXPECT_FALSE(c->passed()) << check;
+    EXPECT_TRUE(c->flag_only()) << check;
+    EXPECT_NE(c->detail().find("not judged"), std::string::npos) << c->detail();
+  }
+}
+
 }  // namespace
 }  // namespace pkforge::kernels

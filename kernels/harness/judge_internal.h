@@ -287,6 +287,8 @@ class Judge {
   // The least share of a candidate batch a rank's main thread waited for a
   // CPU (progress probes: the wait that is normal here, e.g. ranks sharing a CPU).
   double least_wait_share_ = 1.0;
+  // The candidate's main-thread wait share at the last progress probe's stop.
+  double last_probe_share_ = 0;
   double host_memcpy_gbps_ = 0;  // measured before the ranks start (host ceiling)
 };
 
