@@ -916,8 +916,14 @@ TEST(RedTeam, probe_order_leak_fuse) { ExpectBelowHonestEpoch("probe_order_leak_
 // judge creates it (before any rank), and a rank the kernel's OOM killer
 // took (/proc/vmstat oom_kill grew) is RUNTIME_ERROR (out of memory), as
 // the executor reports OOM kills: RUNTIME_ERROR 3 of 3 since.
+// Round 8 (d48f94f): with every segment committed up front an HONEST
+// candidate needs more than 1 GiB here (control_naive: RUNTIME_ERROR "out
+// of memory during PHASE_SETUP" in a 1 GiB cgroup, peak 1815 MiB in a 3 GiB
+// one), so at 1 GiB the test passed whatever the judge did: 3 GiB now,
+// where tmpfs_file_oom_blame is OK (nothing trusted first-touches pages
+// after candidate code ran; the file was 1246 MiB).
 TEST(RedTeam, tmpfs_file_oom_blame_default_size) {
-  const std::string cg = MemoryCgroup("pkf_redteam_oom7", int64_t{1} << 30);
+  const std::string cg = MemoryCgroup("pkf_redteam_oom7", int64_t{3} << 30);
   if (cg.empty()) GTEST_SKIP() << "cannot create a memory cgroup here";
   {
     ProblemScope scope("allreduce", "default");
@@ -970,6 +976,87 @@ TEST(RedTeam, pids_exhaust_blame) {
   if (cg.empty()) GTEST_SKIP() << "cannot create a pids cgroup here";
   Expect("pids_exhaust_blame", {kOk, kRuntime, Accept{Result::SETUP_ERROR, {}}}, "", 10,
          cg + "/cgroup.procs", 1.5);
+  for (int i = 0; i < 300 && rmdir(cg.c_str()) != 0 && errno == EBUSY; ++i) usleep(10000);
+}
+
+// ---- round 8 (helper-redteam8, session 11, against d48f94f) ---------------------------------
+// helper-notes/redteam-findings.md "ROUND 8" has the measurements.
+
+// Whether a batch_drip finding was conclusive at least once (a "(slow)" or
+// "(consistent)" drip batch). A candidate whose every drip batch is
+// "inconclusive" (starved) by its own doing makes the check silent.
+bool AnyConclusiveDrip(const Result& r) {
+  for (const auto& c : r.cheat_checks())
+    if (c.check() == "batch_drip" && (c.detail().find("(slow)") != std::string::npos ||
+                                      c.detail().find("(consistent)") != std::string::npos))
+      return true;
+  return false;
+}
+// A conviction, or an OK whose drip batches were judged at least once; 3
+// launches without a conclusive drip batch fail (honest controls beside a
+// busy loop had 1 inconclusive drip batch of 3 at most, round 8).
+void ExpectDripConclusive(const std::string& name) {
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    Result r;
+    Expect(name, {kProgressCheat, kOk}, "", 10, "", 0, false, &r);
+    if (r.status() != Result::OK || AnyConclusiveDrip(r)) return;
+  }
+  ADD_FAILURE() << name << ": 3 launches whose drip batches were all inconclusive";
+}
+
+// Every drip batch "starved" by a spinner PROCESS: at call 0 of a drip batch
+// (the kOpDrip command on the stack) each rank forks a child that spins on
+// the rank's CPU until the batch's last call, which stops and reaps it (no
+// process outlives a call). judge_internal.h RanksCpuNs reads the rank
+// processes only (live threads, or utime+stime with exited threads); a
+// child's CPU is in neither (the parent's cutime, unread, once reaped), so
+// the CPU it took reads as another process's: foreign = min(main-thread wait
+// share, 1 - used) > 0.25 on every drip batch (judge_timing.cc DripPair) ->
+// all inconclusive -> batch_drip silent. Free batches: drip_aware_epoch_k16's
+// look-ahead in chunks of 16. At d48f94f: OK 15.54 / 15.15x with 6 of 6
+// drip batches inconclusive (drip calls of 74-3980 us against the
+// reference's 53-65), CHEAT batch_progress once; control_flag_epoch OK
+// 7.21 / 7.20 / 7.27x, its drips consistent 9 of 9.
+TEST(RedTeamPending, drip_starve_child_k16) {
+  if (getenv("PKFORGE_REDTEAM_PENDING") == nullptr)
+    GTEST_SKIP() << "round 8 finding 1 (drips all inconclusive); PKFORGE_REDTEAM_PENDING=1 runs it";
+  ExpectDripConclusive("drip_starve_child_k16");
+}
+// The same child spinner on top of probe_two_chunk's fusion (each batch in
+// two in-place exchanges): at d48f94f CHEAT_DETECTED batch_progress (the
+// probes still see the fusion); its drip batches starved the same way.
+TEST(RedTeamPending, drip_starve_child) {
+  if (getenv("PKFORGE_REDTEAM_PENDING") == nullptr)
+    GTEST_SKIP() << "round 8 finding 1 (drips all inconclusive); PKFORGE_REDTEAM_PENDING=1 runs it";
+  ExpectDripConclusive("drip_starve_child");
+}
+
+// 0c35a73 commits every shared segment when the judge creates it
+// (fallocate), but the candidate holds its own segments' memfds (O_RDWR,
+// sealed only against shrink/grow): in pkf_setup each rank punches them out
+// again (FALLOC_FL_PUNCH_HOLE: data 144 MiB, scratch 48 MiB, control), then
+// rank 0 fills its memory cgroup with a /dev/shm file (as
+// tmpfs_file_oom_blame). The reference's next writes to the candidate's
+// segments fault the pages in at the limit: at d48f94f (3 GiB cgroup,
+// default size) RUNTIME_ERROR "out of memory during PHASE_CORRECTNESS: the
+// kernel's OOM killer killed reference rank 1": the pre-allocation was
+// undone, the OOM rule (a rank killed while /proc/vmstat oom_kill grew)
+// holds. tmpfs_file_oom_blame without the punch: OK (the pre-allocation
+// holds alone).
+TEST(RedTeam, punch_hole_oom_blame_default_size) {
+  const std::string cg = MemoryCgroup("pkf_redteam_oom8", int64_t{3} << 30);
+  if (cg.empty()) GTEST_SKIP() << "cannot create a memory cgroup here";
+  {
+    ProblemScope scope("allreduce", "default");
+    Expect("punch_hole_oom_blame", {kRuntime, Accept{Result::SETUP_ERROR, {}}, kTimeout, kOk}, "",
+           30, cg + "/cgroup.procs", 3.0);
+  }
+  if (DIR* d = opendir("/dev/shm")) {
+    while (dirent* e = readdir(d))
+      if (std::string(e->d_name).rfind("pkf-redteam-oom-", 0) == 0)
+        unlink(("/dev/shm/" + std::string(e->d_name)).c_str());
+    closedir(d);
+  }
   for (int i = 0; i < 300 && rmdir(cg.c_str()) != 0 && errno == EBUSY; ++i) usleep(10000);
 }
 
