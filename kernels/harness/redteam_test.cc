@@ -992,13 +992,17 @@ bool AnyConclusiveDrip(const Result& r) {
       return true;
   return false;
 }
-// A conviction, or an OK whose drip batches were judged at least once; 3
+// A conviction (by the progress/drip checks, or outlived_call for the
+// attempt to start a process), or an OK whose drip batches were judged at
+// least once (the lead's tree of 04:50: CHEAT_DETECTED outlived_call "tried
+// to start a process during PHASE_TIMING", 2 of 2 each); 3
 // launches without a conclusive drip batch fail (honest controls beside a
 // busy loop had 1 inconclusive drip batch of 3 at most, round 8).
 void ExpectDripConclusive(const std::string& name) {
   for (int attempt = 0; attempt < 3; ++attempt) {
     Result r;
-    Expect(name, {kProgressCheat, kOk}, "", 10, "", 0, false, &r);
+    // outlived_call: a fixed judge may refuse (and convict) the fork itself.
+    Expect(name, {kProgressCheat, Cheat({"outlived_call"}), kOk}, "", 10, "", 0, false, &r);
     if (r.status() != Result::OK || AnyConclusiveDrip(r)) return;
   }
   ADD_FAILURE() << name << ": 3 launches whose drip batches were all inconclusive";
@@ -1029,6 +1033,40 @@ TEST(RedTeamPending, drip_starve_child) {
   if (getenv("PKFORGE_REDTEAM_PENDING") == nullptr)
     GTEST_SKIP() << "round 8 finding 1 (drips all inconclusive); PKFORGE_REDTEAM_PENDING=1 runs it";
   ExpectDripConclusive("drip_starve_child");
+}
+
+// Against the fix of the above under way in the lead's tree (a second
+// seccomp filter after pkf_setup, loaded with TSYNC, refusing fork, vfork
+// and clone without CLONE_THREAD): a thread started in pkf_setup installs
+// an allow-all filter of its own and parks, so TSYNC cannot sync it; every
+// call then forks a child that exits at once, outputs written only when the
+// fork worked on every rank. Against the lead's tree of 04:45 (worker
+// linked then): SETUP_ERROR "loading the no-new-process filter: Operation
+// canceled" - held, the candidate's fault. At d48f94f (no such filter) fork
+// works: OK. Un-gate (RedTeam) once that filter is committed.
+TEST(RedTeamPending, seccomp_tsync_block) {
+  if (getenv("PKFORGE_REDTEAM_PENDING") == nullptr)
+    GTEST_SKIP() << "needs the no-new-process filter (round 8); PKFORGE_REDTEAM_PENDING=1 runs it";
+  Expect("seccomp_tsync_block", {Accept{Result::SETUP_ERROR, {}}, kWrong});
+}
+
+// The same filter neutered from inside (round 8 finding 4): pkf_setup
+// installs, on every thread (TSYNC: the chains stay identical, so the
+// harness's TSYNC succeeds), a filter answering seccomp(2) and
+// prctl(PR_SET_SECCOMP) with SECCOMP_RET_ERRNO | 0 = "success": the
+// harness's later load installs nothing. Gated as above. Against the lead's
+// tree of 04:47: OK (fork worked on every rank, every call).
+TEST(RedTeamPending, seccomp_neuter_forkban) {
+  if (getenv("PKFORGE_REDTEAM_PENDING") == nullptr)
+    GTEST_SKIP() << "round 8 finding 4 (fork ban faked); PKFORGE_REDTEAM_PENDING=1 runs it";
+  Expect("seccomp_neuter_forkban",
+         {kWrong, Cheat({"outlived_call"}), Accept{Result::SETUP_ERROR, {}}});
+}
+// drip_starve_child_k16 with that filter: the spinner process is back.
+TEST(RedTeamPending, drip_starve_child_neuter_k16) {
+  if (getenv("PKFORGE_REDTEAM_PENDING") == nullptr)
+    GTEST_SKIP() << "round 8 findings 1 + 4; PKFORGE_REDTEAM_PENDING=1 runs it";
+  ExpectDripConclusive("drip_starve_child_neuter_k16");
 }
 
 // 0c35a73 commits every shared segment when the judge creates it

@@ -1,0 +1,38 @@
+// ATTACK (round 8): drip_starve_child_k16 plus seccomp_neuter_forkban (a filter
+// installed in pkf_setup fakes the harness's later no-new-process filter,
+// so fork works at drip time). Otherwise as drip_starve_child_k16:
+// drip_aware_epoch_k16's chunked private look-ahead (16
+// calls per epoch exchange on free-running batches, honest on drip batches)
+// plus drip_starve_child's spinner PROCESS during every drip batch: a forked
+// child's CPU time is in no RanksCpuNs reading (judge.cc: live threads of
+// the rank process, or /proc/<pid>/stat utime+stime; a child's goes to the
+// parent's cutime only once reaped), so the ranks' main threads wait behind
+// CPU "nobody used" -> foreign > 0.25 -> every drip batch inconclusive and
+// batch_drip has nothing to say, whatever the free-running claim.
+// EXPECT (fixed judge): CHEAT_DETECTED batch_drip (or batch_progress /
+// batch_consistency), or not OK above 1.5x the honest epoch's speedup.
+#include "kernels/testdata/redteam/drip_child.h"
+#include "kernels/testdata/redteam/epoch_lookahead.h"
+
+extern "C" int pkf_run(pkf_context* ctx, const pkf_tensor* in, int32_t, pkf_tensor* out, int32_t,
+                       void*) {
+  if (!rt_slots_init(&g_ep_s, ctx, in, out)) return 9;
+  const int64_t slot = rt_slot_of(&g_ep_s, in[0].data);
+  const volatile rt_cmd* cmd = slot < g_ep_s.ring ? rt_find_cmd(slot) : NULL;
+  const bool drip = cmd != NULL && cmd->op == 19;
+  if (drip) dc_start();
+  const int rc = rt_ep_lookahead_run(ctx, in, out, 16, /*drip_aware=*/true);
+  if (!drip) {
+    dc_stop();  // never outlives a drip batch
+    return rc;
+  }
+  dc_hold();
+  const uint32_t k = (uint32_t)((slot - (int64_t)cmd->slot + g_ep_s.ring) % g_ep_s.ring);
+  if (k + 1 >= cmd->count) dc_stop();
+  return rc;
+}
+
+extern "C" int pkf_setup(pkf_context* ctx) {
+  rt_log("rank %d: seccomp faker %s", ctx->rank, dc_neuter_seccomp() ? "installed" : "refused");
+  return 0;
+}
