@@ -919,7 +919,7 @@ TEST(RedTeam, probe_order_leak_fuse) { ExpectBelowHonestEpoch("probe_order_leak_
 // Round 8 (d48f94f): with every segment committed up front an HONEST
 // candidate needs more than 1 GiB here (control_naive: RUNTIME_ERROR "out
 // of memory during PHASE_SETUP" in a 1 GiB cgroup, peak 1815 MiB in a 3 GiB
-// one), so at 1 GiB the test passed whatever the judge did: 3 GiB now,
+// one), so at 1 GiB it tested only the OOM -> RUNTIME_ERROR mapping: 3 GiB now,
 // where tmpfs_file_oom_blame is OK (nothing trusted first-touches pages
 // after candidate code ran; the file was 1246 MiB).
 TEST(RedTeam, tmpfs_file_oom_blame_default_size) {
