@@ -16,31 +16,27 @@
 // EXPECT (fixed judge): CHEAT_DETECTED batch_drip / batch_progress, or not
 // OK above 1.5x the honest epoch's speedup.
 #include "kernels/testdata/redteam/drip_child.h"
-#include "kernels/testdata/redteam/epoch_lookahead.h"
+#include "kernels/testdata/redteam/drip_common.h"
 #include "kernels/testdata/redteam/probe_dodge.h"
 
 static const double kFirstShare = 0.26;
-static const uint32_t kOpDripCmd = 19;
 static int64_t g_drips = 0;
 
 extern "C" int pkf_run(pkf_context* ctx, const pkf_tensor* in, int32_t n_in, pkf_tensor* out,
                        int32_t n_out, void* stream) {
   if (!rt_slots_init(&g_pd_s, ctx, in, out) || !rt_slots_init(&g_ep_s, ctx, in, out))
     return pkf_run_correct(ctx, in, n_in, out, n_out, stream);
-  const int64_t slot = rt_slot_of(&g_pd_s, in[0].data);
-  const volatile rt_cmd* cmd = rt_find_cmd(slot);
-  if (cmd != NULL && cmd->op == kOpDripCmd && slot < g_pd_s.ring) {
-    const uint32_t k = (uint32_t)((slot - (int64_t)cmd->slot + g_pd_s.ring) % g_pd_s.ring);
+  const rt_drip_pos d = rt_drip_where(&g_pd_s, in);
+  if (d.drip) {
     if (g_dc_child <= 0) {
       dc_start();
       if (++g_drips <= 4)
         rt_log("drip batch %lld (%u calls) at call %u: spinner child %d", (long long)g_drips,
-               cmd->count, k, g_dc_child);
+               d.count, d.k, g_dc_child);
     }
-    const std::vector<int64_t> one{slot};
-    const int rc = rt_ep_exchange(ctx, &g_ep_s, one, out[0].dtype, {(char*)out[0].data});
+    const int rc = rt_drip_honest_call(ctx, d, out);
     dc_hold();
-    if (k + 1 >= cmd->count) dc_stop();
+    if (d.k + 1 >= d.count) dc_stop();
     return rc;
   }
   dc_stop();  // never outlives a drip batch

@@ -12,14 +12,13 @@
 // EXPECT (fixed judge): CHEAT_DETECTED batch_drip (or batch_progress /
 // batch_consistency), or not OK above 1.5x the honest epoch's speedup.
 #include "kernels/testdata/redteam/drip_child.h"
-#include "kernels/testdata/redteam/epoch_lookahead.h"
+#include "kernels/testdata/redteam/drip_common.h"
 
 extern "C" int pkf_run(pkf_context* ctx, const pkf_tensor* in, int32_t, pkf_tensor* out, int32_t,
                        void*) {
   if (!rt_slots_init(&g_ep_s, ctx, in, out)) return 9;
-  const int64_t slot = rt_slot_of(&g_ep_s, in[0].data);
-  const volatile rt_cmd* cmd = slot < g_ep_s.ring ? rt_find_cmd(slot) : NULL;
-  const bool drip = cmd != NULL && cmd->op == 19;
+  const rt_drip_pos d = rt_drip_where(&g_ep_s, in);
+  const bool drip = d.drip;
   if (drip) dc_start();
   const int rc = rt_ep_lookahead_run(ctx, in, out, 16, /*drip_aware=*/true);
   if (!drip) {
@@ -27,8 +26,7 @@ extern "C" int pkf_run(pkf_context* ctx, const pkf_tensor* in, int32_t, pkf_tens
     return rc;
   }
   dc_hold();
-  const uint32_t k = (uint32_t)((slot - (int64_t)cmd->slot + g_ep_s.ring) % g_ep_s.ring);
-  if (k + 1 >= cmd->count) dc_stop();
+  if (d.k + 1 >= d.count) dc_stop();
   return rc;
 }
 
