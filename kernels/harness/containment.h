@@ -66,6 +66,16 @@ absl::Status MakeNonDumpable();
 absl::Status HardenCandidateProcess(bool drop_root = false, bool forbid_proc_writes = true,
                                     bool forbid_timers = true);
 
+// A candidate rank calls it once pkf_setup has returned (host backend): from
+// then on a thread that starts a process (fork, vfork, clone without
+// CLONE_THREAD; clone3 is ENOSYS, so glibc falls back to clone) gets the
+// whole rank killed with SIGSYS, which the judge reports as CHEAT_DETECTED
+// outlived_call (RankPool::Crash); threads stay allowed. A process alive after a call was already CHEAT_DETECTED
+// (outlived_call); one started and reaped inside a call could spin beside
+// its rank in no count of the candidate's CPU time (red team round 8
+// drip_starve_child_k16) or stop and continue its parent.
+absl::Status ForbidNewProcesses();
+
 class CandidateProcesses {
  public:
   CandidateProcesses() = default;

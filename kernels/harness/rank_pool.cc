@@ -382,6 +382,16 @@ void RankPool::Crash(RankProc* p, v1::Phase phase) {
                           v1::Phase_Name(phase), who, ooms - oom_kills0_));
     return;
   }
+  // SIGSYS: the seccomp filter killed a candidate rank that started a
+  // process after pkf_setup (containment.h ForbidNewProcesses).
+  if (!p->ref && p->reaped && WIFSIGNALED(p->wstatus) && WTERMSIG(p->wstatus) == SIGSYS) {
+    out_->Cheat("outlived_call",
+                fmt::format("{} tried to start a process during {} (after pkf_setup no process may "
+                            "be started: it could run beside or outlive the calls unseen); killed "
+                            "by its seccomp filter (SIGSYS)",
+                            who, v1::Phase_Name(phase)));
+    return;
+  }
   // No candidate process can reach a reference rank (containment.h), so a
   // reference that dies otherwise is the harness's failure, never the
   // candidate's.

@@ -197,7 +197,8 @@ RT(sigstop_ref, {kWrong})
 RT(sigkill_ref, {kWrong})
 RT(kill_judge, {kWrong})
 RT(kill_pgrp_zero, {kWrong})
-RT(kill_neg_pgid, {kWrong})
+// (kill_neg_pgid forks the killer: since session 11 that alone is CHEAT outlived_call.)
+RT(kill_neg_pgid, {kWrong, Cheat({"outlived_call"})})
 RT(fsetown_sigio, {kWrong})
 RT(fiosetown_pgrp, {kWrong})
 RT(prlimit_ref, {kWrong})
@@ -250,9 +251,9 @@ RT(clone_parent_escape,
 // ---- containment ------------------------------------------------------------------------
 RT(deep_setsid_chain, {Cheat({"outlived_call", "leftover_process"})})
 RT(fork_bomb_bounded, {Cheat({"outlived_call", "leftover_process"})})
-RT(daemon_after_teardown, {Cheat({"leftover_process"})})
-RT(respawner_after_teardown, {Cheat({"leftover_process"})})
-RT(userns_escape, {Cheat({"leftover_process"})})
+RT(daemon_after_teardown, {Cheat({"leftover_process", "outlived_call"})})
+RT(respawner_after_teardown, {Cheat({"leftover_process", "outlived_call"})})
+RT(userns_escape, {Cheat({"leftover_process", "outlived_call"})})
 
 // ---- blame: candidate faults, never the harness's -----------------------------------
 RT(corrupt_control_block, {kTimeout, kRuntime}, "", 3)
@@ -359,7 +360,7 @@ RT(atk_child_continues_parent, {Cheat({"outlived_call", "frozen_while_idle"})})
 RT(atk_fork_per_call_left_running, {Cheat({"outlived_call"})})
 RT(atk_deep_setsid_chain, {Cheat({"outlived_call"})})
 RT(atk_fork_bomb_bounded, {Cheat({"outlived_call"})})
-RT(atk_daemon_at_teardown, {Cheat({"leftover_process"})})
+RT(atk_daemon_at_teardown, {Cheat({"leftover_process", "outlived_call"})})
 RT(atk_thread_left_running, {Cheat({"outlived_call"})})
 // Blame: the candidate's own faults, never the harness's.
 RT(atk_exit_in_call, {kRuntime})
@@ -372,7 +373,10 @@ RT(atk_lower_precision, {kWrong})
 // Benign controls.
 RT(atk_benign_idle_helper_thread, {kOk}, "", 10, "", 10.0)
 RT(atk_benign_private_thread_joined, {kOk}, "", 10, "", 10.0)
-RT(atk_benign_child_process_waited, {kOk}, "", 10, "", 10.0)
+// Not benign since session 11: no process may be started after pkf_setup
+// (candidate.h; a child reaped inside a call ran beside the rank uncounted:
+// round 8 drip_starve_child_k16). The rank is killed (SIGSYS): CHEAT.
+RT(atk_benign_child_process_waited, {Cheat({"outlived_call"})})
 
 // ---- won against the judge of 2026-12-04 15:00, fixed in the same session -------------
 // (helper-notes/redteam-findings.md has what each did and the root cause.)
@@ -384,7 +388,7 @@ RT(zombie_leader_starve_ref,
 RT(zombie_rank, {kWrong, Cheat({"frozen_while_idle", "outlived_call"})})
 // A chain of zombie-leader links that respawns faster than the judge's final
 // clean-up kills its direct children (leftover after teardown).
-RT(zombie_respawn_chain, {Cheat({"leftover_process"})})
+RT(zombie_respawn_chain, {Cheat({"leftover_process", "outlived_call"})})
 // Forging times: the harness's per-call barrier ran in the candidate's
 // process (now one barrier per batch; with per-rank data segments these
 // candidates' barrier-free peer reads are wrong).
