@@ -97,29 +97,6 @@ int AddRule(scmp_filter_ctx ctx, uint32_t action, int nr, unsigned count,
 
 }  // namespace
 
-absl::Status ForbidNewProcesses() {
-  scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
-  if (ctx == nullptr) return absl::InternalError("seccomp_init failed");
-  // The kernel kills the whole process (SIGSYS): the judge sees the attempt
-  // (RankPool::Crash) instead of a candidate that shrugs off an error.
-  const uint32_t kill = SCMP_ACT_KILL_PROCESS;
-  int rc = AddRule(ctx, kill, SCMP_SYS(fork), 0, nullptr);
-  rc |= AddRule(ctx, kill, SCMP_SYS(vfork), 0, nullptr);
-  scmp_arg_cmp not_thread{0, SCMP_CMP_MASKED_EQ, uint64_t{CLONE_THREAD}, 0};
-  rc |= AddRule(ctx, kill, SCMP_SYS(clone), 1, &not_thread);
-  rc |= AddRule(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(clone3), 0, nullptr);
-  if (rc != 0) {
-    seccomp_release(ctx);
-    return absl::InternalError(fmt::format("building the no-new-process filter: {}", rc));
-  }
-  seccomp_attr_set(ctx, SCMP_FLTATR_CTL_TSYNC, 1);  // every thread pkf_setup started too
-  rc = seccomp_load(ctx);
-  seccomp_release(ctx);
-  if (rc != 0)
-    return absl::InternalError(fmt::format("loading the no-new-process filter: {}", strerror(-rc)));
-  return absl::OkStatus();
-}
-
 std::vector<int> ThreadIds(int pid) {
   std::vector<int> tids;
   DIR* d = opendir(fmt::format("/proc/{}/task", pid).c_str());
@@ -248,7 +225,8 @@ bool ForbidProcWrites() {
 
 }  // namespace
 
-absl::Status HardenCandidateProcess(bool drop_root, bool forbid_proc_writes, bool forbid_timers) {
+absl::Status HardenCandidateProcess(bool drop_root, bool forbid_proc_writes, bool forbid_timers,
+                                    bool forbid_processes) {
   // First victim of any out-of-memory kill, and so are its children (the
   // value is inherited): memory a candidate holds in unmapped memfds or
   // shmem counts for no process, so without this the OOM killer picks the
@@ -361,6 +339,16 @@ absl::Status HardenCandidateProcess(bool drop_root, bool forbid_proc_writes, boo
     for (int nr : {SCMP_SYS(timerfd_create), SCMP_SYS(timer_create), SCMP_SYS(io_uring_setup),
                    SCMP_SYS(io_setup)})
       rc |= AddRule(ctx, eperm, nr, 0, nullptr);
+  // No new process (containment.h): the kernel kills the whole process
+  // (SIGSYS), so the judge sees the attempt instead of a candidate that
+  // shrugs off an error.
+  if (forbid_processes) {
+    const uint32_t kill = SCMP_ACT_KILL_PROCESS;
+    rc |= AddRule(ctx, kill, SCMP_SYS(fork), 0, nullptr);
+    rc |= AddRule(ctx, kill, SCMP_SYS(vfork), 0, nullptr);
+    scmp_arg_cmp not_thread{0, SCMP_CMP_MASKED_EQ, uint64_t{CLONE_THREAD}, 0};
+    rc |= AddRule(ctx, kill, SCMP_SYS(clone), 1, &not_thread);
+  }
   if (rc != 0) {
     seccomp_release(ctx);
     return absl::InternalError(fmt::format("building the candidate seccomp filter: {}", rc));

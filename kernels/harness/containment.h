@@ -63,18 +63,18 @@ absl::Status MakeNonDumpable();
 // timers that fire while the candidate is stopped, on the reference's CPU).
 // Off for cuda ranks until verified on a GPU that libcuda and NCCL create
 // none of them (docs/threat-model.md row 25).
+// forbid_processes: a thread that starts a process (fork, vfork, clone
+// without CLONE_THREAD; clone3 is ENOSYS, so glibc falls back to clone)
+// gets the whole process killed with SIGSYS, which the judge reports as
+// CHEAT_DETECTED outlived_call (RankPool::Crash); threads stay allowed. In
+// the base filter, loaded before the candidate's library: a rule loaded
+// later could be faked by a filter the candidate installed first (red team
+// round 8 seccomp_neuter_forkban). A process alive after a call was already
+// CHEAT_DETECTED; one reaped inside a call ran beside its rank in no count
+// of the candidate's CPU time (round 8 drip_starve_child_k16). Off for cuda
+// ranks until a GPU run shows libcuda and NCCL start no process.
 absl::Status HardenCandidateProcess(bool drop_root = false, bool forbid_proc_writes = true,
-                                    bool forbid_timers = true);
-
-// A candidate rank calls it once pkf_setup has returned (host backend): from
-// then on a thread that starts a process (fork, vfork, clone without
-// CLONE_THREAD; clone3 is ENOSYS, so glibc falls back to clone) gets the
-// whole rank killed with SIGSYS, which the judge reports as CHEAT_DETECTED
-// outlived_call (RankPool::Crash); threads stay allowed. A process alive after a call was already CHEAT_DETECTED
-// (outlived_call); one started and reaped inside a call could spin beside
-// its rank in no count of the candidate's CPU time (red team round 8
-// drip_starve_child_k16) or stop and continue its parent.
-absl::Status ForbidNewProcesses();
+                                    bool forbid_timers = true, bool forbid_processes = true);
 
 class CandidateProcesses {
  public:

@@ -1025,17 +1025,19 @@ void ExpectDripConclusive(const std::string& name) {
 // drip batches inconclusive (drip calls of 74-3980 us against the
 // reference's 53-65), CHEAT batch_progress once; control_flag_epoch OK
 // 7.21 / 7.20 / 7.27x, its drips consistent 9 of 9.
-TEST(RedTeamPending, drip_starve_child_k16) {
-  if (getenv("PKFORGE_REDTEAM_PENDING") == nullptr)
-    GTEST_SKIP() << "round 8 finding 1 (drips all inconclusive); PKFORGE_REDTEAM_PENDING=1 runs it";
+// Fixed (session 11, after round 8): the process ban is in the base seccomp
+// filter, loaded before the candidate's library; any fork after that kills
+// the rank: CHEAT_DETECTED outlived_call.
+TEST(RedTeam, drip_starve_child_k16) {
   ExpectDripConclusive("drip_starve_child_k16");
 }
 // The same child spinner on top of probe_two_chunk's fusion (each batch in
 // two in-place exchanges): at d48f94f CHEAT_DETECTED batch_progress (the
 // probes still see the fusion); its drip batches starved the same way.
-TEST(RedTeamPending, drip_starve_child) {
-  if (getenv("PKFORGE_REDTEAM_PENDING") == nullptr)
-    GTEST_SKIP() << "round 8 finding 1 (drips all inconclusive); PKFORGE_REDTEAM_PENDING=1 runs it";
+// Fixed (session 11, after round 8): the process ban is in the base seccomp
+// filter, loaded before the candidate's library; any fork after that kills
+// the rank: CHEAT_DETECTED outlived_call.
+TEST(RedTeam, drip_starve_child) {
   ExpectDripConclusive("drip_starve_child");
 }
 
@@ -1048,10 +1050,11 @@ TEST(RedTeamPending, drip_starve_child) {
 // linked then): SETUP_ERROR "loading the no-new-process filter: Operation
 // canceled" - held, the candidate's fault. At d48f94f (no such filter) fork
 // works: OK. Un-gate (RedTeam) once that filter is committed.
-TEST(RedTeamPending, seccomp_tsync_block) {
-  if (getenv("PKFORGE_REDTEAM_PENDING") == nullptr)
-    GTEST_SKIP() << "needs the no-new-process filter (round 8); PKFORGE_REDTEAM_PENDING=1 runs it";
-  Expect("seccomp_tsync_block", {Accept{Result::SETUP_ERROR, {}}, kWrong});
+// Fixed (session 11, after round 8): the process ban is in the base seccomp
+// filter, loaded before the candidate's library; any fork after that kills
+// the rank: CHEAT_DETECTED outlived_call.
+TEST(RedTeam, seccomp_tsync_block) {
+  Expect("seccomp_tsync_block", {Accept{Result::SETUP_ERROR, {}}, kWrong, Cheat({"outlived_call"})});
 }
 
 // The same filter neutered from inside (round 8 finding 4): pkf_setup
@@ -1060,16 +1063,18 @@ TEST(RedTeamPending, seccomp_tsync_block) {
 // prctl(PR_SET_SECCOMP) with SECCOMP_RET_ERRNO | 0 = "success": the
 // harness's later load installs nothing. Gated as above. Against the lead's
 // tree of 04:47: OK (fork worked on every rank, every call).
-TEST(RedTeamPending, seccomp_neuter_forkban) {
-  if (getenv("PKFORGE_REDTEAM_PENDING") == nullptr)
-    GTEST_SKIP() << "round 8 finding 4 (fork ban faked); PKFORGE_REDTEAM_PENDING=1 runs it";
+// Fixed (session 11, after round 8): the process ban is in the base seccomp
+// filter, loaded before the candidate's library; any fork after that kills
+// the rank: CHEAT_DETECTED outlived_call.
+TEST(RedTeam, seccomp_neuter_forkban) {
   Expect("seccomp_neuter_forkban",
          {kWrong, Cheat({"outlived_call"}), Accept{Result::SETUP_ERROR, {}}});
 }
 // drip_starve_child_k16 with that filter: the spinner process is back.
-TEST(RedTeamPending, drip_starve_child_neuter_k16) {
-  if (getenv("PKFORGE_REDTEAM_PENDING") == nullptr)
-    GTEST_SKIP() << "round 8 findings 1 + 4; PKFORGE_REDTEAM_PENDING=1 runs it";
+// Fixed (session 11, after round 8): the process ban is in the base seccomp
+// filter, loaded before the candidate's library; any fork after that kills
+// the rank: CHEAT_DETECTED outlived_call.
+TEST(RedTeam, drip_starve_child_neuter_k16) {
   ExpectDripConclusive("drip_starve_child_neuter_k16");
 }
 

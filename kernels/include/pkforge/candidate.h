@@ -65,9 +65,9 @@ typedef struct pkf_context {
    outputs were verified; and batch_consistency). Helper threads are allowed (idle between calls);
    child processes are not: a process the candidate started that is still
    alive when a call returns is CHEAT_DETECTED (outlived_call), and on the
-   host backend starting any process after pkf_setup has returned (fork,
-   vfork, posix_spawn, system, popen; in pkf_run or pkf_teardown) kills the
-   rank: CHEAT_DETECTED (outlived_call). Kernel timers
+   host backend starting any process at all (fork, vfork, posix_spawn,
+   system, popen; in pkf_setup, pkf_run or pkf_teardown) kills the rank:
+   CHEAT_DETECTED (outlived_call). Kernel timers
    that outlive a stop (timerfd_create, timer_create, io_uring_setup,
    io_setup) fail with EPERM on the host backend. */
 int pkf_run(pkf_context* ctx, const pkf_tensor* in, int32_t n_in, pkf_tensor* out, int32_t n_out,
