@@ -328,8 +328,12 @@ void AntiCheat::BatchProgress(const TimingSamples& s) {
                 d + ": calls were not done one after the other (deferred to a later call, or "
                     "done ahead by an earlier one)");
   } else if (v.conclusive == 0 && v.ahead_only == 0) {
-    out_->AddCheck("batch_progress", false, true,
-                   d + " (no probe was conclusive: not judged; flagged)");
+    const bool starved = std::any_of(s.progress.begin(), s.progress.end(),
+                                     [](const ProgressSample& x) { return x.starved; });
+    out_->AddCheck("batch_progress", !starved, starved,
+                   d + (starved ? " (no probe was conclusive, load starved them: not judged; "
+                                  "flagged)"
+                                : " (no probe was conclusive: not judged)"));
   } else if (v.flag) {
     out_->AddCheck("batch_progress", false, true,
                    d + fmt::format(" ({} of {} conclusive probes anomalous{}: flagged)",
@@ -360,9 +364,15 @@ void AntiCheat::BatchDrip(const TimingSamples& s) {
                 d + ": a call alone costs over twice what it did when later calls' inputs were "
                     "visible (work done for several calls together)");
   } else if (v.conclusive == 0) {
-    // Every drip batch starved by other load: not judged, and said so.
-    out_->AddCheck("batch_drip", false, true,
-                   d + " (no drip batch was conclusive: not judged; flagged)");
+    // Nothing judged. Flagged when load starved the drip batches (a
+    // candidate may have arranged that: red team round 8); batches too
+    // short to judge (the default sizes) are only said so.
+    const bool starved = std::any_of(s.drip.begin(), s.drip.end(),
+                                     [](const DripSample& x) { return x.starved; });
+    out_->AddCheck("batch_drip", !starved, starved,
+                   d + (starved ? " (no drip batch was conclusive, load starved them: not judged; "
+                                  "flagged)"
+                                : " (no drip batch was conclusive: not judged)"));
   } else if (v.flag) {
     out_->AddCheck("batch_drip", false, true,
                    d + fmt::format(" ({} of {} conclusive drip batches slow: flagged)", v.slow,
