@@ -188,6 +188,21 @@ TEST(RedTeamGpu, fuse_group_ahead) {
     GTEST_SKIP() << "round 7 cuda prediction (not run); PKFORGE_REDTEAM_PENDING=1 runs it";
   ExpectOneOf("fuse_group_ahead", {{Result::CHEAT_DETECTED, kBatchChecks}, {Result::WRONG_OUTPUT, {}}});
 }
+// Red team round 8 (not yet run on a GPU): a hog kernel in a second context,
+// delayed behind a host-to-device copy so that the idle probe right after
+// the candidate's batch sees an idle GPU, then running ~3 ms into the
+// reference's batch when it follows. The calls are the reference's own
+// algorithm: above 1.15x the hog slowed the reference. Predicted OK at
+// ~1.1-1.4x; the designed defence is an idle probe after each reference
+// batch too, counted with the others. Pending until measured.
+TEST(RedTeamGpu, delayed_hog_copy_engine) {
+  if (!HaveGpu()) GTEST_SKIP() << "no usable GPU";
+  if (getenv("PKFORGE_REDTEAM_PENDING") == nullptr)
+    GTEST_SKIP() << "round 8 cuda prediction (not run); PKFORGE_REDTEAM_PENDING=1 runs it";
+  ExpectOneOf("delayed_hog_copy_engine",
+              {{Result::CHEAT_DETECTED, {"outlived_call", "wallclock_crosscheck"}}, {Result::OK, {}}},
+              1.15);
+}
 // H200 (2026-12-05): CHEAT_DETECTED timed_output_reverify (3 of 3).
 TEST(RedTeamGpu, defer_to_last_group) {
   ExpectOneOf("defer_to_last_group",
