@@ -6,7 +6,8 @@
 // (`int $0x80`: fork 2, vfork 190, clone 120, clone3 435), the x32 ABI
 // (__X32_SYSCALL_BIT | 57 / 56), a raw clone3, and a CLONE_THREAD|CLONE_PARENT
 // clone (a thread, which must stay one), and fork's number with high bits
-// set in rax (hi_fork). Mode: the file $PKF_REDTEAM_DIR/mode
+// set in rax (hi_fork), execve of /bin/sh that forks (exec_sh), and an
+// i386 syscall on the rank's main thread (main_badarch: only it dies). Mode: the file $PKF_REDTEAM_DIR/mode
 // (default i386_fork).
 // A child that runs sets a flag in shared memory, records itself and exits.
 // Gated: outputs are written only if a child process ran on every rank.
@@ -63,6 +64,16 @@ void Attempt(const std::string& mode) {
     // fork's number with high bits set in rax (seccomp_data.nr and the
     // kernel's dispatch both take the low 32 bits: must still be fork)
     r = syscall(0x100000000L | 57);
+  } else if (mode == "exec_sh") {
+    // execve keeps the filter (and no_new_privs: a setuid binary gains
+    // nothing); the shell then forks for `&`.
+    const char* dir = getenv("PKF_REDTEAM_DIR");
+    const std::string script = std::string("grep -E '^(Uid|Seccomp|NoNewPrivs)' /proc/self/status >> ") +
+                               dir + "/log; (echo forked child $$ >> " + dir + "/log) & wait";
+    const char* argv[] = {"sh", "-c", script.c_str(), nullptr};
+    const char* envp[] = {nullptr};
+    execve("/bin/sh", const_cast<char**>(argv), const_cast<char**>(envp));
+    r = -errno;
   } else if (mode == "clone3") {
     struct {
       uint64_t flags, pidfd, child_tid, parent_tid, exit_signal, stack, stack_size, tls;
@@ -95,6 +106,23 @@ static bool attack(pkf_context* ctx) {
   std::string mode = dir != nullptr ? rt_read(std::string(dir) + "/mode") : "";
   while (!mode.empty() && (mode.back() == '\n' || mode.back() == ' ')) mode.pop_back();
   if (mode.empty()) mode = "i386_fork";
+  if (mode == "main_badarch") {
+    // The rank's MAIN thread makes an i386 syscall: libseccomp's bad-arch
+    // action kills only that thread (KILL_THREAD, 2 threads): a zombie
+    // leader whose helper thread lives on, outside the harness loop.
+    rt_record_pid(getpid());
+    std::thread([] {
+      for (int i = 0; i < 40; ++i) {
+        rt_log("main_badarch: helper thread alive after %d s, leader state %s", i / 2,
+               rt_stat_field(getpid(), 3).c_str());
+        usleep(500000);
+      }
+    }).detach();
+    usleep(20000);
+    I386(20);  // i386 getpid
+    rt_log("main_badarch: main thread survived the i386 syscall");
+    return false;
+  }
   std::thread([mode] {
     Attempt(mode);
     g_thread_done.store(1);
