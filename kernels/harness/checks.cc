@@ -294,6 +294,21 @@ void AntiCheat::BatchConsistency(const TimingSamples& s) {
 }
 
 namespace {
+template <typename Samples>
+bool AnyStarved(const Samples& v) {
+  return std::any_of(v.begin(), v.end(), [](const auto& x) { return x.starved; });
+}
+
+// Nothing conclusive (batch_progress, batch_drip): flagged when load starved
+// the samples (a candidate may have arranged that: red team round 8);
+// batches too short to judge (the default sizes) are only said so.
+void NotJudged(Outcome* out, const char* check, const char* what, const std::string& detail,
+               bool starved) {
+  out->AddCheck(check, !starved, starved,
+                fmt::format("{} (no {} was conclusive{}: not judged{})", detail, what,
+                            starved ? ", load starved them" : "", starved ? "; flagged" : ""));
+}
+
 // The candidate's median time per call is no lower than the reference's:
 // amortizing would have forged no gain (batch_progress, batch_drip).
 bool NoFasterThanReference(const TimingSamples& s) {
@@ -328,12 +343,7 @@ void AntiCheat::BatchProgress(const TimingSamples& s) {
                 d + ": calls were not done one after the other (deferred to a later call, or "
                     "done ahead by an earlier one)");
   } else if (v.conclusive == 0 && v.ahead_only == 0) {
-    const bool starved = std::any_of(s.progress.begin(), s.progress.end(),
-                                     [](const ProgressSample& x) { return x.starved; });
-    out_->AddCheck("batch_progress", !starved, starved,
-                   d + (starved ? " (no probe was conclusive, load starved them: not judged; "
-                                  "flagged)"
-                                : " (no probe was conclusive: not judged)"));
+    NotJudged(out_, "batch_progress", "probe", d, AnyStarved(s.progress));
   } else if (v.flag) {
     out_->AddCheck("batch_progress", false, true,
                    d + fmt::format(" ({} of {} conclusive probes anomalous{}: flagged)",
@@ -364,15 +374,7 @@ void AntiCheat::BatchDrip(const TimingSamples& s) {
                 d + ": a call alone costs over twice what it did when later calls' inputs were "
                     "visible (work done for several calls together)");
   } else if (v.conclusive == 0) {
-    // Nothing judged. Flagged when load starved the drip batches (a
-    // candidate may have arranged that: red team round 8); batches too
-    // short to judge (the default sizes) are only said so.
-    const bool starved = std::any_of(s.drip.begin(), s.drip.end(),
-                                     [](const DripSample& x) { return x.starved; });
-    out_->AddCheck("batch_drip", !starved, starved,
-                   d + (starved ? " (no drip batch was conclusive, load starved them: not judged; "
-                                  "flagged)"
-                                : " (no drip batch was conclusive: not judged)"));
+    NotJudged(out_, "batch_drip", "drip batch", d, AnyStarved(s.drip));
   } else if (v.flag) {
     out_->AddCheck("batch_drip", false, true,
                    d + fmt::format(" ({} of {} conclusive drip batches slow: flagged)", v.slow,

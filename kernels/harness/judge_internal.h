@@ -141,17 +141,43 @@ inline int64_t MaxGrowth(const std::vector<int64_t>& before, const std::vector<i
   return m;
 }
 
-// The candidate ranks' CPU use over a window that starts at construction
-// (a progress probe, a drip batch). Starved: a rank's main thread (where
-// pkf_run runs) waited for a CPU for a quarter of the window more than in
-// the candidate's least disturbed timed batch (ranks sharing a CPU wait
-// there too), while its threads together used under half of the CPUs they
-// may run on: the CPU went to other processes. A candidate whose own threads
-// keep its calls waiting still uses its CPUs: not starved (own_load).
+// The ranks' main threads' (where pkf_run runs) largest run-queue wait since
+// construction, as a share of a window.
+class MainThreadWait {
+ public:
+  explicit MainThreadWait(const std::vector<RankProc*>& ranks)
+      : ranks_(ranks), wait0_(RunDelays(ranks, MainThreadRunDelayNs)) {}
+  double Share(int64_t window_ns) const {
+    return MaxGrowth(wait0_, RunDelays(ranks_, MainThreadRunDelayNs)) /
+           std::max(1.0, static_cast<double>(window_ns));
+  }
+
+ private:
+  const std::vector<RankProc*>& ranks_;
+  std::vector<int64_t> wait0_;
+};
+
+// Starved probes and drip batches: a main-thread wait (share of the window)
+// more than this above its yardstick. A candidate's wait counts as other
+// processes' load only when the reference's batch next to it (same pair, or
+// the reference's drip just before) waited about as much: load that hits the
+// candidate alone is its own (red team round 8 drip_starve_child_k16).
+inline constexpr double kStarvedShare = 0.25;
+inline bool ReferenceWaitedAsMuch(double cand_share, double ref_share) {
+  return cand_share - ref_share < kStarvedShare;
+}
+
+// The candidate ranks' waits and CPU use over a window that starts at
+// construction (a progress probe, a drip batch), for the starvation rules
+// (Judge::ProgressProbe, Judge::DripPair): a rank's main thread that waited
+// for a CPU while the candidate's threads did not use theirs, and the
+// reference next to it waited as much (ReferenceWaitedAsMuch), lost the CPU
+// to other processes. A candidate whose own threads keep its calls waiting
+// still uses its CPUs: not starved (own_load).
 struct CandidateWindow {
   explicit CandidateWindow(const std::vector<RankProc*>& ranks)
       : ranks_(ranks),
-        wait0_(RunDelays(ranks, MainThreadRunDelayNs)),
+        wait_(ranks),
         cpu0_(RanksCpuNs(ranks)),
         main0_(MainThreadsCpuNs(ranks)),
         cpus_(RanksCpus(ranks)) {}
@@ -161,10 +187,7 @@ struct CandidateWindow {
     return sum;
   }
   // Largest main-thread wait since the start, as a share of window_ns.
-  double WaitShare(int64_t window_ns) const {
-    return MaxGrowth(wait0_, RunDelays(ranks_, MainThreadRunDelayNs)) /
-           std::max(1.0, static_cast<double>(window_ns));
-  }
+  double WaitShare(int64_t window_ns) const { return wait_.Share(window_ns); }
   // Share of their CPUs the candidate's threads used since the start.
   double Used(int64_t window_ns) const {
     return (RanksCpuNs(ranks_) - cpu0_) / std::max(1.0, static_cast<double>(window_ns) * cpus_);
@@ -174,7 +197,7 @@ struct CandidateWindow {
 
  private:
   const std::vector<RankProc*>& ranks_;
-  std::vector<int64_t> wait0_;
+  MainThreadWait wait_;
   int64_t cpu0_, main0_;
   int cpus_;
 };
@@ -201,10 +224,14 @@ inline int64_t LastLevelCacheBytes() {
 }
 
 // PKFORGE_TIMING_DIAG=1 also prints when each phase of an evaluation ends
-// (ms since the evaluation started), to see where an evaluation's time goes.
-inline void PhaseDiag(const char* what, int64_t t_start) {
+// (ms since the evaluation started), to see where an evaluation's time goes,
+// and what each drip batch read.
+inline bool TimingDiag() {
   static const bool on = std::getenv("PKFORGE_TIMING_DIAG") != nullptr;
-  if (on) fprintf(stderr, "phase %-12s %8.1f ms\n", what, (MonotonicNs() - t_start) / 1e6);
+  return on;
+}
+inline void PhaseDiag(const char* what, int64_t t_start) {
+  if (TimingDiag()) fprintf(stderr, "phase %-12s %8.1f ms\n", what, (MonotonicNs() - t_start) / 1e6);
 }
 
 // The wall times of one timed batch on both sides, us (Judge::TimedPair).

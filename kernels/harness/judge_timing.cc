@@ -276,11 +276,10 @@ bool Judge::DripPair(const Cmd& batch, int j, v1::Phase ph, double overhead_us) 
   // The reference's own drip batch waits for CPUs as the candidate's does
   // (a rank and its watcher share one): its main threads' wait share is the
   // yardstick of other load on the CPUs just before the candidate's.
-  const std::vector<int64_t> ref_main0 = RunDelays(pool_.refs(), MainThreadRunDelayNs);
+  const MainThreadWait ref_wait(pool_.refs());
   int64_t self_wall = 0;
   if (!pool_.RoundCmd(pool_.refs(), self, ph, &rr, &self_wall)) return false;
-  const double ref_share = MaxGrowth(ref_main0, RunDelays(pool_.refs(), MainThreadRunDelayNs)) /
-                           std::max(1.0, static_cast<double>(self_wall));
+  const double ref_share = ref_wait.Share(self_wall);
   Cmd watch = batch;
   watch.op = kOpDripWatch;
   watch.seed = limit_ms;
@@ -305,7 +304,7 @@ bool Judge::DripPair(const Cmd& batch, int j, v1::Phase ph, double overhead_us) 
   const double used = window.Used(wall) +
                       (RanksCpuNs(pool_.refs()) - ref_cpu0) /
                           std::max(1.0, static_cast<double>(wall) * window.cpus());
-  const double foreign = std::min(share, 1.0 - used);
+  const double foreign = std::min(share, 1.0 - used);  // other processes' at most
   // The candidate's ranks replied and are frozen: no call can return any
   // more, so a watcher still waiting for one stops (it answers t1_ns = 1).
   pool_.SetDripStop(true);
@@ -346,13 +345,10 @@ bool Judge::DripPair(const Cmd& batch, int j, v1::Phase ph, double overhead_us) 
     return false;
   }
   // And only when the reference's own drip batch, just before, waited for
-  // CPUs about as much (within a quarter of the batch): load that hits the
-  // candidate's drip batch alone is the candidate's own, e.g. a process it
-  // forked that spins beside its rank and is in no count of its CPU time
-  // (red team round 8 drip_starve_child_k16: 6 of 6 drip batches starved,
-  // OK 15x against an honest 7.2x).
-  s.starved = !ref_ok || (foreign > 0.25 && share - ref_share < 0.25);
-  if (std::getenv("PKFORGE_TIMING_DIAG") != nullptr)
+  // CPUs about as much (ReferenceWaitedAsMuch; round 8 drip_starve_child_k16:
+  // 6 of 6 drip batches starved, OK 15x, before).
+  s.starved = !ref_ok || (foreign > kStarvedShare && ReferenceWaitedAsMuch(share, ref_share));
+  if (TimingDiag())
     fprintf(stderr, "drip %d: wait share %.2f (reference %.2f), CPU used %.2f: %s\n", j, share,
             ref_share, used, s.starved ? "starved" : "conclusive");
   s.calls = static_cast<int>(batch.count);
@@ -395,8 +391,8 @@ bool Judge::ProgressProbe(const Cmd& batch, v1::Phase ph, bool ref_ran, int64_t 
     // Starved by other load (an honest candidate then lags), or held up by
     // its own threads (CandidateWindow).
     const double share = window.WaitShare(frozen_after_ns), used = window.Used(frozen_after_ns);
-    s.starved = share > least_wait_share_ + 0.25 && used < 0.5;
-    s.own_load = share > least_wait_share_ + 0.25 && !s.starved;
+    s.starved = share > least_wait_share_ + kStarvedShare && used < 0.5;
+    s.own_load = share > least_wait_share_ + kStarvedShare && !s.starved;
     last_probe_share_ = share;
     samples_.progress.push_back(s);
     return true;
@@ -421,12 +417,11 @@ bool Judge::TimedPair(const Cmd& batch, int j, bool ref_first, v1::Phase ph, Bat
     int64_t wall = 0;
     if (Cuda() && !pool_.RoundCmd(pool_.refs(), sw, ph, &r)) return false;
     if ((k == 0) == ref_first) {
-      const std::vector<int64_t> ref_main0 = RunDelays(pool_.refs(), MainThreadRunDelayNs);
+      const MainThreadWait ref_wait(pool_.refs());
       if (!pool_.RefTimedRound(batch, ph, &r, &wall)) return false;
       w->ref_wall = wall / 1e3;
       w->ref_rep = span(r);
-      ref_share = MaxGrowth(ref_main0, RunDelays(pool_.refs(), MainThreadRunDelayNs)) /
-                  std::max(1.0, static_cast<double>(wall));
+      ref_share = ref_wait.Share(wall);
     } else {
       // Waits for a CPU, of the candidate's rank threads and of the judge
       // itself (while it waits, it neither reads replies nor stops ranks).
@@ -435,10 +430,9 @@ bool Judge::TimedPair(const Cmd& batch, int j, bool ref_first, v1::Phase ph, Bat
       if (pause_ns > 0) {
         if (!ProgressProbe(batch, ph, /*ref_ran=*/ref_first, pause_ns, span_ns, &r)) return false;
       } else {
-        const std::vector<int64_t> main0 = RunDelays(pool_.cands(), MainThreadRunDelayNs);
+        const MainThreadWait cand_wait(pool_.cands());
         if (!pool_.CandRound(batch, ph, &r, &wall)) return false;
-        w->cand_main_wait_share = MaxGrowth(main0, RunDelays(pool_.cands(), MainThreadRunDelayNs)) /
-                                  std::max(1.0, static_cast<double>(wall));
+        w->cand_main_wait_share = cand_wait.Share(wall);
       }
       w->cand_span = pool_.last_reply_ns() / 1e3;
       w->cand_wall = wall / 1e3;
@@ -460,13 +454,11 @@ bool Judge::TimedPair(const Cmd& batch, int j, bool ref_first, v1::Phase ph, Bat
     }
   }
   // A probe that read "starved" counts as such only when the reference's
-  // batch of the same pair waited for CPUs about as much (within a quarter
-  // of the batch): load on the candidate's batch alone is its own, e.g.
-  // a process it forked to spin beside its rank (red team round 8
-  // drip_starve_child_k16).
+  // batch of the same pair waited for CPUs about as much
+  // (ReferenceWaitedAsMuch).
   if (pause_ns > 0 && !samples_.progress.empty()) {
     ProgressSample& p = samples_.progress.back();
-    if (p.starved && ref_share >= 0 && last_probe_share_ - ref_share >= 0.25) {
+    if (p.starved && ref_share >= 0 && !ReferenceWaitedAsMuch(last_probe_share_, ref_share)) {
       p.starved = false;
       p.own_load = true;
     }

@@ -510,13 +510,9 @@ class Rank {
       return;
     }
     const int64_t ob = OutBytes();
-    std::vector<char>& golden = golden_;
-    std::vector<char>& stash = stash_;
-    golden.clear();
-    stash.clear();
     const auto& ins = layout_.in[o_.rank];
-    Pack(data_, cmd, layout_.out[o_.rank], 0, &golden);
-    Pack(data_, cmd, ins, kDripLead, &stash);
+    Pack(data_, cmd, layout_.out[o_.rank], 0, &golden_);
+    Pack(data_, cmd, ins, kDripLead, &stash_);
     for (uint32_t k = 0; k < cmd.count; ++k) PoisonOutputs(data_, static_cast<int>(cmd.SlotAt(k)));
     WriteDecoys(cmd, data_);
     DripWord* w = layout_.Drip(data_, o_.rank);
@@ -530,11 +526,11 @@ class Rank {
           w, cmd.count, static_cast<int64_t>(cmd.seed), nullptr,
           [&](uint32_t k) {
             return OutputsMatch(data_, static_cast<int>(cmd.SlotAt(k)),
-                                golden.data() + static_cast<size_t>(ob) * k);
+                                golden_.data() + static_cast<size_t>(ob) * k);
           },
           [&](uint32_t k) {
             char* slot = data_ + layout_.SlotBase(static_cast<int>(cmd.SlotAt(k)));
-            const char* src = stash.data() + static_cast<size_t>(in_bytes) * (k - kDripLead);
+            const char* src = stash_.data() + static_cast<size_t>(in_bytes) * (k - kDripLead);
             for (const Placed& p : ins) {
               std::memcpy(slot + p.offset, src, static_cast<size_t>(p.bytes));
               src += p.bytes;
@@ -668,10 +664,12 @@ class Rank {
     return h;
   }
 
-  // Appends `tensors` of the batch's calls from..count-1 at `base`, packed
-  // call after call, to *out.
+  // `tensors` of the batch's calls from..count-1 at `base`, packed call
+  // after call, into *out (its contents replaced; its capacity, committed in
+  // the reference's setup, kept).
   void Pack(const char* base, const Cmd& cmd, const std::vector<Placed>& tensors, uint32_t from,
             std::vector<char>* out) const {
+    out->clear();
     for (uint32_t k = from; k < cmd.count; ++k)
       for (const Placed& p : tensors) {
         const char* s = base + layout_.SlotBase(static_cast<int>(cmd.SlotAt(k))) + p.offset;
@@ -686,7 +684,6 @@ class Rank {
   }
 
   void Snapshot(const Cmd& cmd) {
-    snapshot_.clear();
     Pack(cand_data_, cmd, layout_.out[o_.rank], 0, &snapshot_);
   }
 

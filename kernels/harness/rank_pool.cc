@@ -367,28 +367,30 @@ void RankPool::Crash(RankProc* p, v1::Phase phase) {
   const std::string who = fmt::format("{} rank {}", p->ref ? "reference" : "candidate", p->rank);
   f->set_error(fmt::format("{} {} during {}", who, what, v1::Phase_Name(phase)));
   f->set_stderr_tail(Tail(p->err_fd, 2000));
+  const int sig = p->reaped && WIFSIGNALED(p->wstatus) ? WTERMSIG(p->wstatus) : 0;
   // Killed by the OOM killer: memory ran out while the candidate ran. Its
   // ranks are the killer's first choice (oom_score_adj 1000), but memory it
   // left in files (tmpfs) stays charged after they die, and then a trusted
   // process goes next (red team tmpfs_file_oom_blame_default_size): an
   // out-of-memory failure, RUNTIME_ERROR, as the executor reports any OOM
   // kill in its sandbox (docs/threat-model.md).
-  const int64_t ooms = OomKillCount();
-  if (p->reaped && WIFSIGNALED(p->wstatus) && WTERMSIG(p->wstatus) == SIGKILL &&
-      oom_kills0_ >= 0 && ooms > oom_kills0_) {
-    out_->End(Result::RUNTIME_ERROR,
-              fmt::format("out of memory during {}: the kernel's OOM killer killed {} ({} OOM "
-                          "kills since the ranks started; the candidate's ranks go first)",
-                          v1::Phase_Name(phase), who, ooms - oom_kills0_));
-    return;
+  if (sig == SIGKILL && oom_kills0_ >= 0) {
+    const int64_t ooms = OomKillCount();
+    if (ooms > oom_kills0_) {
+      out_->End(Result::RUNTIME_ERROR,
+                fmt::format("out of memory during {}: the kernel's OOM killer killed {} ({} OOM "
+                            "kills since the ranks started; the candidate's ranks go first)",
+                            v1::Phase_Name(phase), who, ooms - oom_kills0_));
+      return;
+    }
   }
-  // SIGSYS: the seccomp filter killed a candidate rank that started a
-  // process after pkf_setup (containment.h ForbidNewProcesses).
-  if (!p->ref && p->reaped && WIFSIGNALED(p->wstatus) && WTERMSIG(p->wstatus) == SIGSYS) {
+  // SIGSYS: a host candidate rank's seccomp filter killed it for starting a
+  // process (containment.h HardenCandidateProcess, forbid_processes).
+  if (!p->ref && sig == SIGSYS) {
     out_->Cheat("outlived_call",
-                fmt::format("{} tried to start a process during {} (after pkf_setup no process may "
-                            "be started: it could run beside or outlive the calls unseen); killed "
-                            "by its seccomp filter (SIGSYS)",
+                fmt::format("{} tried to start a process during {} (a candidate may start none: "
+                            "it could run beside or outlive the calls unseen); killed by its "
+                            "seccomp filter (SIGSYS)",
                             who, v1::Phase_Name(phase)));
     return;
   }
