@@ -424,32 +424,40 @@ RT(control_self_tuning, {kOk})
 // non-dumpable; as a plain uid the kernel refused too, here). Gated.
 RT(peer_data_proc_fd, {kWrong})
 
-// A memory cgroup of its own (cgroup v1 memory controller or v2), limited
-// to `bytes`, under this process's; "" when it cannot be made (not root, no
-// controller): the test is skipped then.
-std::string MemoryCgroup(const std::string& name, int64_t bytes) {
-  const std::string self = ReadFile("/proc/self/cgroup");
+// A cgroup of its own under this process's (cgroup v1 `controller`'s
+// hierarchy, or v2) whose `v1_file` / `v2_file` limit is `value`; "" when it
+// cannot be made (the test is skipped then).
+std::string LimitedCgroup(const std::string& name, const std::string& controller,
+                          const std::string& v1_file, const std::string& v2_file, int64_t value) {
   std::string v1, v2;
-  std::istringstream in(self);
+  std::istringstream in(ReadFile("/proc/self/cgroup"));
   for (std::string line; std::getline(in, line);) {
     const size_t a = line.find(':'), b = line.find(':', a + 1);
     if (a == std::string::npos || b == std::string::npos) continue;
     const std::string ctl = line.substr(a + 1, b - a - 1), path = line.substr(b + 1);
-    if (ctl == "memory") v1 = "/sys/fs/cgroup/memory" + path;
+    if (ctl == controller) v1 = "/sys/fs/cgroup/" + controller + path;
     if (ctl.empty() && line.rfind("0::", 0) == 0) v2 = "/sys/fs/cgroup" + path;
   }
-  for (const auto& [base, limit] : {std::pair{v1, std::string("memory.limit_in_bytes")},
-                                    std::pair{v2, std::string("memory.max")}}) {
+  for (const auto& [base, limit] : {std::pair{v1, v1_file}, std::pair{v2, v2_file}}) {
     if (base.empty()) continue;
     const std::string dir = fmt::format("{}/{}_{}", base, name, getpid());
     if (mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) continue;
     std::ofstream f(dir + "/" + limit);
-    f << bytes;
+    f << value;
     f.close();
-    if (f.good() && ReadFile(dir + "/" + limit).find(std::to_string(bytes)) == 0) return dir;
+    if (f.good() && ReadFile(dir + "/" + limit).find(std::to_string(value)) == 0) return dir;
     rmdir(dir.c_str());
   }
   return "";
+}
+// Removes a cgroup made above once its processes are gone (up to 3 s).
+void RemoveCgroup(const std::string& cg) {
+  for (int i = 0; i < 300 && rmdir(cg.c_str()) != 0 && errno == EBUSY; ++i) usleep(10000);
+}
+// A memory cgroup limited to `bytes` ("" when it cannot be made: not root,
+// no controller).
+std::string MemoryCgroup(const std::string& name, int64_t bytes) {
+  return LimitedCgroup(name, "memory", "memory.limit_in_bytes", "memory.max", bytes);
 }
 
 // Memory pressure from pages no process maps (memfd_oom_blame): under a
@@ -461,7 +469,7 @@ TEST(RedTeam, memfd_oom_blame) {
   Expect("memfd_oom_blame", {kRuntime, Accept{Result::SETUP_ERROR, {}}}, "", 10,
          cg + "/cgroup.procs");
   // Killed processes leave the cgroup a moment after the launch returned.
-  for (int i = 0; i < 300 && rmdir(cg.c_str()) != 0 && errno == EBUSY; ++i) usleep(10000);
+  RemoveCgroup(cg);
 }
 
 // The same without root (as in a sandbox, where the ranks hold no
@@ -477,7 +485,7 @@ TEST(RedTeam, oom_adj_reset_blame) {
   if (cg.empty()) GTEST_SKIP() << "cannot create a memory cgroup here";
   Expect("oom_adj_reset_blame", {kRuntime, Accept{Result::SETUP_ERROR, {}}}, "", 10,
          cg + "/cgroup.procs", 0, /*as_nobody=*/true);
-  for (int i = 0; i < 300 && rmdir(cg.c_str()) != 0 && errno == EBUSY; ++i) usleep(10000);
+  RemoveCgroup(cg);
 }
 
 // Memory pressure from a FILE on /dev/shm (tmpfs): its pages outlive the
@@ -500,7 +508,7 @@ TEST(RedTeam, tmpfs_file_oom_blame) {
         unlink(("/dev/shm/" + std::string(e->d_name)).c_str());
     closedir(d);
   }
-  for (int i = 0; i < 300 && rmdir(cg.c_str()) != 0 && errno == EBUSY; ++i) usleep(10000);
+  RemoveCgroup(cg);
 }
 
 // The same with a System V shared memory segment (outlives its creator; in a
@@ -524,7 +532,7 @@ TEST(RedTeam, sysv_shm_oom_blame) {
     }
     closedir(d);
   }
-  for (int i = 0; i < 300 && rmdir(cg.c_str()) != 0 && errno == EBUSY; ++i) usleep(10000);
+  RemoveCgroup(cg);
 }
 
 // A helper PROCESS started in pkf_setup, idle between calls (round 3 finding
@@ -940,31 +948,12 @@ TEST(RedTeam, tmpfs_file_oom_blame_default_size) {
         unlink(("/dev/shm/" + std::string(e->d_name)).c_str());
     closedir(d);
   }
-  for (int i = 0; i < 300 && rmdir(cg.c_str()) != 0 && errno == EBUSY; ++i) usleep(10000);
+  RemoveCgroup(cg);
 }
 // A pids cgroup of its own (v1 pids controller or v2) with pids.max = `tasks`,
 // under this process's; "" when it cannot be made (the test is skipped then).
 std::string PidsCgroup(const std::string& name, int tasks) {
-  std::string v1, v2;
-  std::istringstream in(ReadFile("/proc/self/cgroup"));
-  for (std::string line; std::getline(in, line);) {
-    const size_t a = line.find(':'), b = line.find(':', a + 1);
-    if (a == std::string::npos || b == std::string::npos) continue;
-    const std::string ctl = line.substr(a + 1, b - a - 1), path = line.substr(b + 1);
-    if (ctl == "pids") v1 = "/sys/fs/cgroup/pids" + path;
-    if (ctl.empty() && line.rfind("0::", 0) == 0) v2 = "/sys/fs/cgroup" + path;
-  }
-  for (const std::string& base : {v1, v2}) {
-    if (base.empty()) continue;
-    const std::string dir = fmt::format("{}/{}_{}", base, name, getpid());
-    if (mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) continue;
-    std::ofstream f(dir + "/pids.max");
-    f << tasks;
-    f.close();
-    if (f.good() && ReadFile(dir + "/pids.max").find(std::to_string(tasks)) == 0) return dir;
-    rmdir(dir.c_str());
-  }
-  return "";
+  return LimitedCgroup(name, "pids", "pids.max", "pids.max", tasks);
 }
 // Idle helper threads (allowed) created in pkf_setup until the evaluation's
 // task limit is reached: the reference's drip watcher (rank.cc SelfDrip,
@@ -980,7 +969,7 @@ TEST(RedTeam, pids_exhaust_blame) {
   if (cg.empty()) GTEST_SKIP() << "cannot create a pids cgroup here";
   Expect("pids_exhaust_blame", {kOk, kRuntime, Accept{Result::SETUP_ERROR, {}}}, "", 10,
          cg + "/cgroup.procs", 1.5);
-  for (int i = 0; i < 300 && rmdir(cg.c_str()) != 0 && errno == EBUSY; ++i) usleep(10000);
+  RemoveCgroup(cg);
 }
 
 // ---- round 8 (helper-redteam8, session 11, against d48f94f) ---------------------------------
@@ -1104,7 +1093,7 @@ TEST(RedTeam, punch_hole_oom_blame_default_size) {
         unlink(("/dev/shm/" + std::string(e->d_name)).c_str());
     closedir(d);
   }
-  for (int i = 0; i < 300 && rmdir(cg.c_str()) != 0 && errno == EBUSY; ++i) usleep(10000);
+  RemoveCgroup(cg);
 }
 
 // ---- output policy self-test, every problem ------------------------------------------------
