@@ -354,6 +354,12 @@ absl::Status HardenCandidateProcess(bool drop_root, bool forbid_proc_writes, boo
     return absl::InternalError(fmt::format("building the candidate seccomp filter: {}", rc));
   }
   seccomp_attr_set(ctx, SCMP_FLTATR_CTL_TSYNC, 1);
+  // A syscall of another ABI (i386 int $0x80, x32) kills the whole process
+  // too, not only its thread (libseccomp's default): a killed main thread
+  // left a zombie leader and a rank whose helper threads ran on until the
+  // timeout (red team round 9 r9_forkban_abi: TIMEOUT, or nothing at all
+  // from a helper thread).
+  seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS);
   rc = seccomp_load(ctx);
   seccomp_release(ctx);
   if (rc != 0)

@@ -77,6 +77,20 @@ TEST(Harden, StartingAProcessKillsTheCandidate) {
               return std::system("true") == -1 ? 13 : 12;
             }),
             128 + SIGSYS);
+#if defined(__x86_64__)
+  // A syscall of the i386 ABI (int $0x80, here getpid) from a helper thread
+  // kills the whole process, not only that thread.
+  EXPECT_EQ(InChild([] {
+              if (!HardenCandidateProcess().ok()) return 10;
+              std::thread t([] {
+                long ret = 20;  // __NR_getpid on i386
+                asm volatile("int $0x80" : "+a"(ret) : : "memory");
+              });
+              t.join();
+              return 12;  // the main thread went on: only the helper died
+            }),
+            128 + SIGSYS);
+#endif
 }
 
 TEST(Harden, SignalsReachOnlyTheCandidateItself) {
