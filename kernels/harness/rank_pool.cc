@@ -385,12 +385,13 @@ void RankPool::Crash(RankProc* p, v1::Phase phase) {
     }
   }
   // SIGSYS: a host candidate rank's seccomp filter killed it for starting a
-  // process (containment.h HardenCandidateProcess, forbid_processes).
+  // process or for a syscall of another ABI (containment.h
+  // HardenCandidateProcess).
   if (!p->ref && sig == SIGSYS) {
     out_->Cheat("outlived_call",
-                fmt::format("{} tried to start a process during {} (a candidate may start none: "
-                            "it could run beside or outlive the calls unseen); killed by its "
-                            "seccomp filter (SIGSYS)",
+                fmt::format("{} tried to start a process, or made a system call of another ABI, "
+                            "during {} (a candidate may start none: it could run beside or "
+                            "outlive the calls unseen); killed by its seccomp filter (SIGSYS)",
                             who, v1::Phase_Name(phase)));
     return;
   }

@@ -280,7 +280,9 @@ RT(mutate_peer_input, {kWrong, Cheat({"input_mutation", "timed_output_reverify"}
 
 // ---- added 2026-12-04 15:00 session: held -------------------------------------------------
 // Seccomp filter entered through the i386 (int 0x80) and x32 ABIs (gated).
-RT(seccomp_foreign_abi, {kWrong})
+// Since session 11 (round 9) a syscall of another ABI kills the whole rank:
+// CHEAT_DETECTED outlived_call (the rank's SIGSYS).
+RT(seccomp_foreign_abi, {kWrong, Cheat({"outlived_call"})})
 // Bytes that are not UTF-8 in a failing rank's stderr tail (a proto3 string):
 // the result must still be printed, with the candidate's own status.
 RT(invalid_utf8_stderr, {kRuntime})
