@@ -26,6 +26,12 @@ constexpr int64_t kLingerLimitNs = 5'000'000;
 // every one wait a time slice, 3.2 ms at the median, under kLingerLimitNs.
 constexpr int64_t kIdleMedianLimitNs = 1'000'000;
 constexpr size_t kIdleMinProbes = 3;
+// cuda: an empty kernel around a reference timed batch that waits longer
+// than this waited for another context's kernel (honest: 175 us at most on
+// the H200, above), and how many such waits convict: one could be a hiccup
+// of the driver, two are a pattern.
+constexpr int64_t kRefIdleLimitNs = 500'000;
+constexpr size_t kRefIdleBusyProbes = 2;
 // How much slower per call the candidate may be in short batches, relative
 // to the reference's own ratio, before it is flagged, and CHEAT_DETECTED on
 // cuda (on the host backend a batch's fixed costs are wake-ups of hundreds
@@ -83,6 +89,36 @@ bool AntiCheat::IdleCheck(v1::Phase phase, const std::string& when) {
   return false;
 }
 
+bool AntiCheat::ReferenceIdleProbe(v1::Phase phase, const std::string& when) {
+  if (!Cuda()) return true;
+  std::vector<Reply> r;
+  if (!pool_->Round(pool_->refs(), kOpIdle, 0, 0, phase, &r)) return false;
+  int64_t worst = 0;
+  for (const Reply& x : r) worst = std::max<int64_t>(worst, static_cast<int64_t>(x.value));
+  ref_idle_ns_.push_back(worst);
+  if (worst <= kLingerLimitNs) return true;
+  out_->Cheat("outlived_call",
+              fmt::format("{}: the GPU was busy while the candidate was frozen (an empty kernel "
+                          "of the judge's waited {:.1f} ms, limit {} ms): candidate work ran "
+                          "beside the reference's timed batch",
+                          when, worst / 1e6, kLingerLimitNs / 1'000'000));
+  return false;
+}
+
+IdleLatency JudgeReferenceIdle(const std::vector<int64_t>& ns) {
+  IdleLatency v;
+  if (ns.empty()) return v;
+  const size_t waited = static_cast<size_t>(
+      std::count_if(ns.begin(), ns.end(), [](int64_t x) { return x > kRefIdleLimitNs; }));
+  v.busy = waited >= kRefIdleBusyProbes;
+  v.detail = fmt::format(
+      "the judge's empty kernel around the reference's timed batches: {:.0f} us at most, {} of "
+      "{} over {} us (limit: fewer than {})",
+      *std::max_element(ns.begin(), ns.end()) / 1e3, waited, ns.size(), kRefIdleLimitNs / 1000,
+      kRefIdleBusyProbes);
+  return v;
+}
+
 IdleLatency JudgeIdleLatency(const std::vector<int64_t>& ns) {
   IdleLatency v;
   if (ns.empty()) return v;
@@ -101,12 +137,20 @@ IdleLatency JudgeIdleLatency(const std::vector<int64_t>& ns) {
 void AntiCheat::IdleLatencyVerdict() {
   if (!Cuda() || idle_ns_.empty()) return;
   const IdleLatency v = JudgeIdleLatency(idle_ns_);
+  const IdleLatency around = JudgeReferenceIdle(ref_idle_ns_);
   if (v.busy) {
     out_->Cheat("outlived_call",
                 v.detail + ": the GPU stayed busy between the candidate's calls (a kernel of "
                            "another context of the candidate's, or work it left queued)");
+  } else if (around.busy) {
+    out_->Cheat("outlived_call",
+                around.detail + ": the GPU was busy while the candidate was frozen and the "
+                                "reference was timed (work the candidate queued to start "
+                                "after its call, e.g. behind a long copy)");
   } else {
-    out_->AppendToPassedDetail("outlived_call", " (" + v.detail + ")");
+    out_->AppendToPassedDetail(
+        "outlived_call",
+        " (" + v.detail + (around.detail.empty() ? "" : "; " + around.detail) + ")");
   }
 }
 

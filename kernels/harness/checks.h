@@ -51,6 +51,13 @@ struct IdleLatency {
   std::string detail;
 };
 IdleLatency JudgeIdleLatency(const std::vector<int64_t>& ns);
+// cuda: the judge's empty kernel right before and right after each
+// reference timed batch (AntiCheat::ReferenceIdleProbe), busy when at least
+// two of them waited over 0.5 ms. The candidate is frozen then and its last
+// call's idle probe found the GPU idle, so only work it queued to start
+// later (behind a long copy, red team round 8 delayed_hog_copy_engine) can
+// hold the GPU while the reference is timed. Pure; any thread.
+IdleLatency JudgeReferenceIdle(const std::vector<int64_t>& ns);
 
 class AntiCheat {
  public:
@@ -67,6 +74,11 @@ class AntiCheat {
   bool ThreadCheck(const std::string& when);
   bool ProcessCheck(const std::string& when);
   bool IdleCheck(v1::Phase phase, const std::string& when);
+  // cuda: the same empty kernel right before (after a secret delay) and
+  // right after a reference timed batch; one that waits beyond the single
+  // probe limit is CHEAT_DETECTED outlived_call at once, the rest are judged
+  // by IdleLatencyVerdict (JudgeReferenceIdle).
+  bool ReferenceIdleProbe(v1::Phase phase, const std::string& when);
   // All of the above, and on cuda that no work of the call is left (slot:
   // the outputs of the call).
   bool OutlivedCheck(int slot, v1::Phase phase, const std::string& when);
@@ -82,7 +94,8 @@ class AntiCheat {
   // on two anomalous probes that are 3/4 of the conclusive ones, flagged
   // otherwise when any is anomalous. cuda: only "behind" probes convict,
   // "ahead" ones flag (JudgeProgress's ahead_convicts).
-  // cuda: the idle probes' latencies over the evaluation (JudgeIdleLatency):
+  // cuda: the idle probes' latencies over the evaluation (JudgeIdleLatency,
+  // and JudgeReferenceIdle for those around the reference's batches):
   // CHEAT_DETECTED outlived_call when busy, else appended to the passed
   // outlived_call check's detail.
   void IdleLatencyVerdict();
@@ -99,6 +112,8 @@ class AntiCheat {
   // cuda: how long the judge's empty kernel waited on each idle probe's
   // first attempt (IdleLatencyVerdict).
   std::vector<int64_t> idle_ns_;
+  // cuda: ReferenceIdleProbe's waits (JudgeReferenceIdle).
+  std::vector<int64_t> ref_idle_ns_;
   RankPool* pool_;
   Outcome* out_;
 };

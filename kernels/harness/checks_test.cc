@@ -131,6 +131,26 @@ TEST(AntiCheatRules, IdleProbesThatAllWaitATimeSliceConvict) {
   EXPECT_FALSE(JudgeIdleLatency({}).busy);
 }
 
+// cuda, around the reference's timed batches (the candidate frozen): a hog
+// the candidate queued behind a long copy (red team round 8
+// delayed_hog_copy_engine) makes the probes it overlaps wait a time slice;
+// one wait is a hiccup, two convict.
+TEST(AntiCheatRules, ReferenceIdleProbesThatWaitTwiceConvict) {
+  std::vector<int64_t> honest(40, 21'000);
+  honest[5] = 175'000;
+  honest[9] = 3'300'000;  // one stall of the driver
+  const IdleLatency h = JudgeReferenceIdle(honest);
+  EXPECT_FALSE(h.busy) << h.detail;
+  EXPECT_NE(h.detail.find("3300 us at most, 1 of 40 over 500 us"), std::string::npos) << h.detail;
+  std::vector<int64_t> hog = honest;
+  hog[20] = 3'222'000;  // a second time slice: the hog overlapped two probes
+  const IdleLatency busy = JudgeReferenceIdle(hog);
+  EXPECT_TRUE(busy.busy) << busy.detail;
+  EXPECT_NE(busy.detail.find("2 of 40 over 500 us"), std::string::npos) << busy.detail;
+  EXPECT_FALSE(JudgeReferenceIdle({}).busy);
+  EXPECT_TRUE(JudgeReferenceIdle({600'000, 600'000}).busy);
+}
+
 // Every probe or drip batch inconclusive (starved): nothing judged, and the
 // check says so (a flag), never a silent pass (red team round 8: a spinner
 // process made every drip batch read starved).

@@ -317,6 +317,9 @@ class Judge {
   // The candidate's main-thread wait share at the last progress probe's stop.
   double last_probe_share_ = 0;
   double host_memcpy_gbps_ = 0;  // measured before the ranks start (host ceiling)
+  // The reference's last timed batch, us (cuda: the most the secret delay
+  // before the next one's idle probe may be).
+  double last_ref_wall_us_ = 0;
 };
 
 }  // namespace pkforge::kernels::judge_internal

@@ -2,6 +2,7 @@
 // pairs, progress probes, drip batches, poison checks) and the timing
 // verdict (Judge::Finish). The rest of the evaluation is in judge.cc; the
 // class is declared in judge_internal.h.
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -415,13 +416,33 @@ bool Judge::TimedPair(const Cmd& batch, int j, bool ref_first, v1::Phase ph, Bat
   double ref_share = -1;  // the reference's main threads' wait share in its batch
   for (int k = 0; k < 2; ++k) {
     int64_t wall = 0;
+    const bool ref_turn = (k == 0) == ref_first;
+    // cuda: the GPU must be idle right before the reference's batch, at a
+    // moment the frozen candidate cannot foresee (a secret delay of up to
+    // one reference batch), and right after it: work the candidate queued
+    // to start after its call's idle probe (behind a long copy: red team
+    // round 8 delayed_hog_copy_engine) has to fit between the two, which it
+    // cannot aim at. Before the context switch, which the batch must pay.
+    if (Cuda() && ref_turn) {
+      const double most_us = std::clamp(last_ref_wall_us_, 100.0, 4000.0);
+      const auto delay_ns = static_cast<int64_t>(1e3 * most_us * (SecretSeed() % 1024) / 1024.0);
+      const timespec ts{static_cast<time_t>(delay_ns / 1'000'000'000),
+                        static_cast<long>(delay_ns % 1'000'000'000)};
+      nanosleep(&ts, nullptr);
+      if (!checks_.ReferenceIdleProbe(ph, fmt::format("before the reference's timed batch {}", j)))
+        return false;
+    }
     if (Cuda() && !pool_.RoundCmd(pool_.refs(), sw, ph, &r)) return false;
-    if ((k == 0) == ref_first) {
+    if (ref_turn) {
       const MainThreadWait ref_wait(pool_.refs());
       if (!pool_.RefTimedRound(batch, ph, &r, &wall)) return false;
       w->ref_wall = wall / 1e3;
       w->ref_rep = span(r);
       ref_share = ref_wait.Share(wall);
+      last_ref_wall_us_ = w->ref_wall;
+      if (Cuda() &&
+          !checks_.ReferenceIdleProbe(ph, fmt::format("after the reference's timed batch {}", j)))
+        return false;
     } else {
       // Waits for a CPU, of the candidate's rank threads and of the judge
       // itself (while it waits, it neither reads replies nor stops ranks).
