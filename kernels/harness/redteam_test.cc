@@ -1197,5 +1197,27 @@ TEST(RedTeam, OutputPolicyBf16LoadsOnF32AreRejected) {
                                 << fmt::format("{}", fmt::join(accepted, "\n  "));
 }
 
+// ---- round 10 (helper-redteam10): kernel work a frozen candidate scheduled ----------------------
+// helper-notes/redteam-findings.md "ROUND 10". Row 25's interrupt storm again,
+// armed through TCP pacing (sockets are allowed; only timerfd_create,
+// timer_create, io_uring_setup and io_setup are refused): rank 0 keeps one
+// loopback TCP connection with SO_MAX_PACING_RATE and, at the last call of
+// each timed batch, queues ~150 one-skb sends (MSG_EOR, ~2.5 us each); each
+// skb later departs from a per-socket hrtimer in softirq on the ranks' CPU
+// (an interrupt + loopback tx/rx + ACK, ~20-35 us here) while the candidate
+// is frozen and the reference is timed next (~75% of the time). pkf_run is
+// the naive reference. Seen OK 1.31 / 1.41 / 1.47 / 1.33x (4 of 4), up to
+// 1.88x with a longer storm, against control_naive 0.99-1.00x in the same
+// minutes, nothing flagged. Bounded here by 1.2x control_naive's speedup in
+// 3 launches (any conviction or a refused socket is fine).
+TEST(RedTeamPending, tcp_pacing_storm) {
+  if (getenv("PKFORGE_REDTEAM_PENDING") == nullptr)
+    GTEST_SKIP() << "round 10 (OK 1.3-1.5x with the naive algorithm); PKFORGE_REDTEAM_PENDING=1 runs it";
+  const double honest = HonestSpeedup();
+  for (int i = 0; i < 3; ++i)
+    Expect("tcp_pacing_storm", {kCheatAny, kOk, kRuntime, Accept{Result::SETUP_ERROR, {}}}, "", 10,
+           "", 1.2 * honest);
+}
+
 }  // namespace
 }  // namespace pkforge::kernels
