@@ -255,7 +255,11 @@ std::vector<std::string> Compiler::CompilerArgs(const CompileRequest& request) c
     // instance inside the rank process (kernels/README.md).
     args.insert(args.end(), {"-shared", "-Xcompiler=-fPIC", "-cudart=shared"});
   } else {
-    args.insert(args.end(), {"-shared", "-fPIC", "-pthread"});
+    // Functions and loops at 64-byte boundaries: a tight loop's speed must
+    // not follow where an unrelated edit moved it (an agent's trajectory
+    // would read noise as progress; measured 1.2-1.5x on an AMD EPYC). The
+    // host references are compiled the same way (kernels/CMakeLists.txt).
+    args.insert(args.end(), {"-shared", "-fPIC", "-pthread", "-falign-functions=64", "-falign-loops=64"});
   }
   args.push_back("-I" + config_.include_dir);
   if (cuda) {

@@ -214,6 +214,7 @@ TEST_F(CompilerTest, HostCompileProducesALoadableLibraryExportingPkfRun) {
   EXPECT_THAT(std::vector<std::string>(out->info.flags().begin(), out->info.flags().end()),
               ::testing::IsSupersetOf(
                   std::vector<std::string>{"-std=c++20", "-O3", "-shared", "-fPIC", "-pthread",
+                                           "-falign-functions=64", "-falign-loops=64",
                                            std::string("-I") + PKFORGE_KERNELS_INCLUDE}));
   EXPECT_THAT(out->artifact_path, StartsWith(dir_.path() + "/dest/"));
   std::printf("[ metric ] host compile: %.0f ms\n", out->info.compile_ms());

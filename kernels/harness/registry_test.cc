@@ -1,4 +1,5 @@
 #include <cmath>
+#include <cstdint>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -48,6 +49,18 @@ TEST(Registry, EveryServedReferenceHasItsCode) {
   }
   const std::string_view at = ProblemReferenceSource("allgather_gemm_at");
   EXPECT_NE(at.find("s += pkf_load(peer[j][0]"), std::string_view::npos) << at;
+}
+
+// The host references are compiled like host candidates, functions and
+// loops at 64-byte boundaries (kernels/CMakeLists.txt
+// PKFORGE_HOST_KERNEL_FLAGS): a reference whose loop straddled a line after
+// an unrelated change in the worker ran 1.5x slower, and every host speedup
+// with it.
+TEST(Registry, HostReferencesAreAlignedSoTheirSpeedDoesNotFollowTheLinker) {
+  for (const Problem* p : Problems()) {
+    ASSERT_NE(p->host_reference, nullptr) << p->name;
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(p->host_reference) % 64, 0u) << p->name;
+  }
 }
 
 // allgather_gemm and allgather_gemm_at share one spec (common/allgather_gemm_spec.h)
