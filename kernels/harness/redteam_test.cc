@@ -1219,5 +1219,25 @@ TEST(RedTeamPending, tcp_pacing_storm) {
            "", 1.2 * honest);
 }
 
+// Public check schedule: probes land only on j >= 5 and drips on j >= 3, and
+// ~3-4 of the 6 long timed batches whose median is the official time lie in
+// j < 5. probe_window_front fuses every batch no probe can land on (warm-up,
+// j < 5, short; drip batches counted as they take a j too), padded to a
+// 120 us span so that later probes do not land in its wake-up, front-loads
+// probe-able ones (15% and 35% of the calls with one exchange each, then
+// the honest epoch exchange) and is honest on drip batches. Seen OK 11.6 /
+// 11.3 / 16.2x (probes consistent, drips consistent; batch_consistency and
+// plausibility flags only) against control_flag_epoch 7.5-7.8x in the same
+// minutes. Bounded here by 1.25x the honest epoch's speedup (same test).
+TEST(RedTeamPending, probe_window_front) {
+  if (getenv("PKFORGE_REDTEAM_PENDING") == nullptr)
+    GTEST_SKIP() << "round 10 (OK 10-16x against an honest 7.5x); PKFORGE_REDTEAM_PENDING=1 runs it";
+  Result r;
+  Expect("control_flag_epoch", {kOk, Cheat({"batch_drip"})}, "", 10, "", 0, false, &r);
+  const double honest = r.status() == Result::OK ? r.speedup() : 5.0;
+  for (int i = 0; i < 2; ++i)
+    Expect("probe_window_front", {kCheatAny, kOk}, "", 10, "", 1.25 * honest);
+}
+
 }  // namespace
 }  // namespace pkforge::kernels
