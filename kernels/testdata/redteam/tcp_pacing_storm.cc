@@ -19,23 +19,29 @@
 //   RT_TCP_CONNS loopback connections (the accept side never read: a frozen
 //   receiver still ACKs from the kernel), TCP_NODELAY, SO_MAX_PACING_RATE.
 // - the last call of a timed batch (the harness's Cmd on the stack,
-//   chunk_lookahead.h): drains the receive sides (recv MSG_TRUNC, no copy),
-//   queues one "lead" skb (its pacing delay keeps the storm off the judge's
-//   stop of my own ranks) and K small skbs per connection; returns. The
-//   storm then runs for K x spacing while the judge snapshots my outputs and
-//   times whatever comes next: in a candidate-first pair, the reference.
+//   chunk_lookahead.h): on the next connection of a pool opened in
+//   pkf_setup, queues one "lead" skb (its pacing delay keeps the storm off
+//   the judge's stop of my own ranks) and 200 skbs of 88 B (~13 ms at
+//   1.5 MB/s); returns. The storm runs while the judge snapshots my outputs
+//   and times whatever comes next (the reference's batch ~75% of the time);
+//   my next call, whatever it is, aborts it first (close with SO_LINGER
+//   {1, 0}: a RST purges the unsent skbs), so it never slows my own batches.
 // pkf_run itself is the naive reference: any speedup above control_naive's
 // (~1.0x) is forged.
 // Knobs (measurements): $PKF_REDTEAM_DIR/tcp_storm.conf
 //   "<conns> <pacing bytes/s> <skbs per conn> <skb bytes> <lead bytes> <mode>"
-//   mode 0 (default): storm after every batch; 1: only when the reference's
+//   mode 2 (default): one fresh connection of a pool per storm, aborted (RST)
+//   when my next call starts; mode 0: one connection, storm after every
+//   batch, never aborted; 1: only when the reference's
 //   timed batch has not yet run in this pair (its ranks' voluntary context
 //   switches, /proc/<pid>/status, since my previous batch; see ShouldStorm):
 //   measured worse (probes, drips and short batches muddle the count).
-// Measured (worker of 06:40, HEAD 1fc7ec1 + the lead's kOpTouch WT, w3 f32
-// tiny, load < 1): defaults OK 0.93 / 1.54 / 1.17 / 1.48 / 1.39x; 1 conn at
-// 2 MB/s x 300 skbs OK 1.88 / 1.30x, x 100 skbs 1.27 / 1.26x; control_naive
-// 0.97-1.00x in the same minutes; no check failed or flagged.
+// Measured (workers of 06:40-06:51, HEAD 1fc7ec1..4063682 + the lead's
+// kOpTouch WT, w3 f32 tiny, load < 1; control_naive 0.97-1.00x in the same
+// minutes; no check failed or flagged): mode 2 defaults OK 1.55 / 1.55 /
+// 1.41x, at 2 MB/s x 250 skbs 1.56 / 1.29 / 1.41x (faster rates burst and
+// miss: 4.7 MB/s 0.83x); mode 0 (1 conn, 150 skbs) OK 1.31 / 1.41 / 1.47 /
+// 1.33 / 1.40 / 1.39 / 1.36x; 1 conn at 2 MB/s x 300 skbs OK 1.88 / 1.30x.
 // EXPECT (fixed judge): not OK above ~1.3x (RedTeamPending.tcp_pacing_storm);
 // e.g. candidate ranks get no AF_INET/AF_INET6 sockets on the host backend
 // (seccomp), or the reference's timed batches are judged against the time
@@ -52,7 +58,7 @@ namespace {
 const uint32_t kOpDripCmd = 19;  // protocol.h kOpDrip
 rt_slots g_ts;
 std::vector<int> g_cli, g_srv;
-long g_conns = 1, g_rate = 1500000, g_skbs = 150, g_len = 88, g_lead = 600, g_mode = 0;
+long g_conns = 40, g_rate = 1500000, g_skbs = 200, g_len = 88, g_lead = 600, g_mode = 2;
 int64_t g_storms = 0, g_batches = 0, g_sent = 0;
 std::vector<int> g_refs;
 int64_t g_sw_prev = -1;      // the reference ranks' voluntary switches at my last batch's end
@@ -98,7 +104,34 @@ bool ShouldStorm(int64_t sw_now, uint32_t count) {
   return calls < 0.5 * count;
 }
 
+// Mode 2: one fresh connection per storm (a pool opened in pkf_setup); the
+// storm still running when my next batch (or drip batch) starts is aborted
+// there: close() with SO_LINGER {1, 0} sends a RST and purges the unsent,
+// paced skbs. So no storm ever runs into my own batches, and each one can
+// be long enough to cover whatever reference work comes before them.
+size_t g_next = 0;
+int g_active = -1;
+void Abort() {
+  if (g_active < 0) return;
+  linger lg{1, 0};
+  setsockopt(g_active, SOL_SOCKET, SO_LINGER, &lg, sizeof lg);
+  close(g_active);
+  g_active = -1;
+}
+void ArmOne() {
+  if (g_next >= g_cli.size()) return;  // pool used up: no more storms
+  const int fd = g_cli[g_next++];
+  if (g_lead > 0) send(fd, g_buf, (size_t)std::min<long>(g_lead, sizeof g_buf), MSG_DONTWAIT | MSG_EOR);
+  for (long k = 0; k < g_skbs; ++k)
+    if (send(fd, g_buf, (size_t)g_len, MSG_DONTWAIT | MSG_EOR) == g_len) ++g_sent;
+  g_active = fd;
+}
+
 void Arm() {
+  if (g_mode == 2) {
+    ArmOne();
+    return;
+  }
   for (int fd : g_srv)
     while (recv(fd, NULL, 1 << 30, MSG_DONTWAIT | MSG_TRUNC) > 0) {
     }
@@ -168,6 +201,7 @@ extern "C" void pkf_teardown(pkf_context* ctx) {
 
 extern "C" int pkf_run(pkf_context* ctx, const pkf_tensor* in, int32_t n_in, pkf_tensor* out,
                        int32_t n_out, void* stream) {
+  if (g_active >= 0) Abort();  // mode 2: I run again, so the storm stops (before my work)
   const int rc = pkf_run_correct(ctx, in, n_in, out, n_out, stream);
   if (ctx->rank != 0 || g_cli.empty() || !rt_slots_init(&g_ts, ctx, in, out)) return rc;
   const int64_t slot = rt_slot_of(&g_ts, in[0].data);
@@ -175,13 +209,13 @@ extern "C" int pkf_run(pkf_context* ctx, const pkf_tensor* in, int32_t n_in, pkf
   if (cmd != NULL && cmd->op == kOpDripCmd) {  // my drip batch: its pair's reference work is done
     if (g_batches < 14 && g_prev_first) rt_log("drip batch: reset");
     g_prev_first = false;
-    if (g_mode != 0) g_sw_prev = RefSwitches();
+    if (g_mode == 1) g_sw_prev = RefSwitches();
     return rc;
   }
   if (cmd == NULL || cmd->op != kRtOpBatch || slot >= g_ts.ring) return rc;
   const uint32_t k = (uint32_t)((slot - (int64_t)cmd->slot + g_ts.ring) % g_ts.ring);
   static bool first_now = false;
-  if (k == 0) first_now = g_mode == 0 || ShouldStorm(RefSwitches(), cmd->count);
+  if (k == 0) first_now = g_mode != 1 || ShouldStorm(RefSwitches(), cmd->count);
   if (k + 1 != cmd->count) return rc;
   ++g_batches;
   if (first_now) {
@@ -192,6 +226,6 @@ extern "C" int pkf_run(pkf_context* ctx, const pkf_tensor* in, int32_t n_in, pkf
   }
   g_prev_first = first_now;
   g_prev_count = cmd->count;
-  if (g_mode != 0) g_sw_prev = RefSwitches();
+  if (g_mode == 1) g_sw_prev = RefSwitches();
   return rc;
 }
