@@ -59,10 +59,12 @@ absl::Status MakeNonDumpable();
 // cannot (cudaErrorOperatingSystem, seen on the H200); a rule for task/
 // would also open task/<tid>/oom_score_adj. There the executor's memory
 // cgroup is the defence (docs/threat-model.md).
-// forbid_timers: no timerfd, POSIX timer, io_uring or AIO context (kernel
-// timers that fire while the candidate is stopped, on the reference's CPU).
-// Off for cuda ranks until verified on a GPU that libcuda and NCCL create
-// none of them (docs/threat-model.md row 25).
+// forbid_timers: no timerfd, POSIX timer, interval timer (setitimer,
+// alarm), io_uring or AIO context, and no socket but AF_UNIX (TCP's pacing
+// and retransmit timers): kernel timers that fire while the candidate is
+// stopped, on the reference's CPU. Off for cuda ranks until verified on a
+// GPU that libcuda and NCCL need none of them (NCCL's bootstrap uses TCP
+// sockets; docs/threat-model.md row 25).
 // forbid_processes: a thread that starts a process (fork, vfork, clone
 // without CLONE_THREAD; clone3 is ENOSYS, so glibc falls back to clone)
 // gets the whole process killed with SIGSYS, which the judge reports as

@@ -3,13 +3,16 @@
 #include "kernels/harness/containment.h"
 
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/ptrace.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
+#include <sys/time.h>
 #include <sys/timerfd.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -163,6 +166,9 @@ TEST(Harden, NoTimersThatOutliveAStop) {
     const int tfd = timerfd_create(CLOCK_MONOTONIC, 0);
     if (tfd < 0) return 9;
     close(tfd);
+    const int tcp = socket(AF_INET, SOCK_STREAM, 0);
+    if (tcp < 0) return 8;
+    close(tcp);
     if (!HardenCandidateProcess().ok()) return 10;
     if (timerfd_create(CLOCK_MONOTONIC, 0) >= 0 || errno != EPERM) return 11;
     timer_t t;
@@ -174,6 +180,22 @@ TEST(Harden, NoTimersThatOutliveAStop) {
     unsigned long aio = 0;
     if (syscall(SYS_io_setup, 8, &aio) == 0 || errno != EPERM) return 14;
     if (usleep(1000) != 0) return 15;
+    // An interval timer runs on through a stop (one of a few us is a storm).
+    itimerval every_us{{0, 2}, {0, 2}};
+    if (setitimer(ITIMER_REAL, &every_us, nullptr) == 0 || errno != EPERM) return 16;
+    if (syscall(SYS_alarm, 1) != -1 || errno != EPERM) return 17;
+    // TCP's pacing and retransmit timers too (red team round 10
+    // tcp_pacing_storm): no socket but AF_UNIX.
+    if (socket(AF_INET, SOCK_STREAM, 0) >= 0 || errno != EPERM) return 18;
+    if (socket(AF_INET6, SOCK_DGRAM, 0) >= 0 || errno != EPERM) return 19;
+    int sv[2];
+    if (socketpair(AF_INET, SOCK_STREAM, 0, sv) == 0 || errno != EPERM) return 20;
+    const int local = socket(AF_UNIX, SOCK_STREAM, 0);
+    if (local < 0) return 21;
+    close(local);
+    if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) != 0) return 22;
+    close(sv[0]);
+    close(sv[1]);
     return 0;
   });
   EXPECT_EQ(rc, 0);
