@@ -46,10 +46,10 @@ constexpr int kShortBatches = 2;
 // secret places after the first kProbeAfter timed batches, each paused at a
 // secret 30-70% of the candidate's fastest batch so far.
 constexpr int kProgressProbes = 3;
-constexpr int kProbeAfter = 3;
+constexpr int kProbeAfter = 1;
 constexpr int kExtraProbes = 6;
 // Drip batches per timing phase (AntiCheat::BatchDrip; host), at secret
-// places after the first kProbeAfter timed batches.
+// places among all timed batches.
 constexpr int kDripBatches = 3;
 // More drip batches, after the timed ones, while their findings are mixed
 // or too few are conclusive (as for the probes).

@@ -60,15 +60,20 @@ bool Judge::Timing() {
   std::set<int> shorts, probes, drip;
   while (with_shorts && static_cast<int>(shorts.size()) < kShortBatches)
     shorts.insert(static_cast<int>(SecretSeed() % static_cast<uint64_t>(total)));
-  // Probes come after at least kProbeAfter long batches (they need the
-  // candidate's fastest batch), never on a short one.
+  // Probes and drip batches may land on any timed batch a sample could come
+  // from: had they kept off the first ones, a candidate would fuse exactly
+  // those, which held most of the official samples (red team round 10
+  // probe_window_front: probes on j >= 5 only, OK 8-16x against an honest
+  // 7.5x). A probe needs the candidate's fastest long batch so far, so it
+  // comes after kProbeAfter of them (one drawn before any is lost and made
+  // up after the timed batches), never on a short one.
   while (static_cast<int>(probes.size()) < kProgressProbes) {
-    const int j = kProbeAfter + kShortBatches +
-                  static_cast<int>(SecretSeed() % static_cast<uint64_t>(total - kProbeAfter - kShortBatches));
+    const int j =
+        kProbeAfter + static_cast<int>(SecretSeed() % static_cast<uint64_t>(total - kProbeAfter));
     if (shorts.count(j) == 0) probes.insert(j);
   }
   while (static_cast<int>(drip.size()) < drips) {
-    const int j = kProbeAfter + static_cast<int>(SecretSeed() % static_cast<uint64_t>(total - kProbeAfter));
+    const int j = static_cast<int>(SecretSeed() % static_cast<uint64_t>(total));
     if (shorts.count(j) == 0 && probes.count(j) == 0) drip.insert(j);
   }
   uint32_t next = 0;
