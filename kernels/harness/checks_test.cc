@@ -151,6 +151,23 @@ TEST(AntiCheatRules, ReferenceIdleProbesThatWaitTwiceConvict) {
   EXPECT_TRUE(JudgeReferenceIdle({600'000, 600'000}).busy);
 }
 
+// The official time when the batches were flagged: a candidate that fused
+// 4 of its 6 timed batches (red team round 10 probe_window_front, ~1.5x over
+// its honest speed, probes flagged but not convicting) keeps no gain at the
+// 75th percentile; unflagged, the median stands.
+TEST(Verdict, OfficialTimeIsThe75thPercentileWhenBatchesAreFlagged) {
+  const std::vector<double> fused_4_of_6 = {2.7, 2.8, 2.8, 2.9, 4.2, 4.3};
+  EXPECT_NEAR(OfficialCandidateTime(fused_4_of_6, false), 2.85, 1e-9);
+  EXPECT_NEAR(OfficialCandidateTime(fused_4_of_6, true), 0.25 * 2.9 + 0.75 * 4.2, 1e-9);
+  EXPECT_EQ(OfficialCandidateTime({}, true), 0);
+  Outcome out;
+  out.AddCheck("batch_progress", false, true, "3 of 9 anomalous: flagged");
+  out.AddCheck("batch_drip", true, false, "consistent");
+  EXPECT_TRUE(out.Failed("batch_progress"));
+  EXPECT_FALSE(out.Failed("batch_drip"));
+  EXPECT_FALSE(out.Failed("batch_consistency"));
+}
+
 // Every probe or drip batch inconclusive (starved): nothing judged, and the
 // check says so (a flag), never a silent pass (red team round 8: a spinner
 // process made every drip batch read starved).

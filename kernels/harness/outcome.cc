@@ -45,6 +45,11 @@ void Outcome::Cheat(const std::string& name, const std::string& detail) {
   End(Result::CHEAT_DETECTED, name + ": " + detail);
 }
 
+bool Outcome::Failed(const std::string& name) const {
+  auto it = checks_.find(name);
+  return it != checks_.end() && !it->second.passed();
+}
+
 void Outcome::PublishChecks() {
   for (auto& [name, c] : checks_) *result_.add_cheat_checks() = c;
   // Failing checks first (the proto asks for failing output checks first too).

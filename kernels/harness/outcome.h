@@ -40,6 +40,8 @@ class Outcome {
   // A failed check that convicts: AddCheck(name, failed) and CHEAT_DETECTED
   // with "<name>: <detail>".
   void Cheat(const std::string& name, const std::string& detail);
+  // True when check `name` was added and failed (flag-only or not).
+  bool Failed(const std::string& name) const;
   // Appends every check to the result: failing ones first, by name otherwise.
   void PublishChecks();
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "common/stats.h"
 #include "fmt/format.h"
 #include "kernels/harness/ceilings.h"
 #include "kernels/harness/shm.h"
@@ -27,6 +28,11 @@ TimingSummary SummarizeTiming(const TimingSamples& s, int iters, v1::EvaluationR
   t.ref_rep = ComputeStats(s.ref_rep_us).median;
   t.cand_rep = ComputeStats(s.cand_rep_us).median;
   return t;
+}
+
+double OfficialCandidateTime(const std::vector<double>& cand_us, bool batches_flagged) {
+  if (cand_us.empty()) return 0;
+  return pkforge::Quantile(cand_us, batches_flagged ? 0.75 : 0.5);
 }
 
 double MeasureMemcpyGbps() {

@@ -69,6 +69,18 @@ struct TimingSummary {
 TimingSummary SummarizeTiming(const TimingSamples& s, int iters,
                               pkforge::v1::EvaluationResult* result);
 
+// The candidate's official per-call time: the median of its timed batches,
+// or, when a check of how its batches' calls were done flagged them
+// (`batches_flagged`: batch_progress, batch_drip or batch_consistency failed
+// without convicting), their 75th percentile. A candidate that amortizes
+// work over only some of its batches (red team round 10 probe_window_front:
+// the batches it expects no probe on) moves the median once half of them
+// are fused, while the probes convict only when 3/4 of the conclusive ones
+// are anomalous; the 75th percentile needs 3/4 fused to move. An honest
+// candidate flagged under load gets a slightly slower time, and the flag
+// says why. Pure.
+double OfficialCandidateTime(const std::vector<double>& cand_us, bool batches_flagged);
+
 // Host "interconnect" and memory ceiling: best of a few large memcpys, GB/s.
 double MeasureMemcpyGbps();
 
