@@ -193,8 +193,11 @@ TEST(RedTeamGpu, fuse_group_ahead) {
 // the candidate's batch sees an idle GPU, then running ~3 ms into the
 // reference's batch when it follows. The calls are the reference's own
 // algorithm: above 1.15x the hog slowed the reference. Predicted OK at
-// ~1.1-1.4x; the designed defence is an idle probe after each reference
-// batch too, counted with the others. Pending until measured.
+// ~1.1-1.4x without a defence; since 1fc7ec1 the judge's empty kernel also
+// runs right before each reference timed batch (after a secret delay of up
+// to one reference batch) and right after it, and two waits over 0.5 ms
+// are CHEAT_DETECTED outlived_call (JudgeReferenceIdle). Pending until run
+// on a GPU.
 TEST(RedTeamGpu, delayed_hog_copy_engine) {
   if (!HaveGpu()) GTEST_SKIP() << "no usable GPU";
   if (getenv("PKFORGE_REDTEAM_PENDING") == nullptr)
