@@ -215,6 +215,7 @@ sandbox::SandboxPolicy Compiler::Policy(const std::string& scratch) const {
   p.max_procs = config_.max_procs;
   p.max_file_mb = std::max<int64_t>(1024, (config_.max_artifact_bytes >> 20) + 1);
   p.unsafe_no_sandbox = config_.unsafe_no_sandbox;
+  p.cpus = config_.cpus;
   return p;
 }
 

@@ -99,6 +99,9 @@ struct CompilerConfig {
   // added read-only automatically.
   std::vector<std::string> extra_ro_paths;
   std::vector<std::string> extra_rw_paths;
+  // CPUs compiles run on (the executor's shared lane, cpu_lanes.h: never
+  // those of a GPU's timed evaluation); empty: the executor's own set.
+  std::vector<int> cpus;
   // Limits of one compile besides timeout_ms.
   int64_t max_source_bytes = 4 << 20;
   int64_t max_artifact_bytes = 512LL << 20;

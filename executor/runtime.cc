@@ -87,6 +87,7 @@ sandbox::SandboxPolicy Runtime::Policy(const std::string& scratch_dir,
   p.tmpfs_mb = config_.tmpfs_mb;
   p.max_output_bytes = 4 << 20;
   p.unsafe_no_sandbox = config_.unsafe_no_sandbox;
+  p.cpus = lanes_.For(gpus);
   return p;
 }
 

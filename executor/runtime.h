@@ -11,10 +11,12 @@
 
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "executor/config.h"
+#include "executor/cpu_lanes.h"
 #include "sandbox/sandbox.h"
 
 namespace pkforge::executor {
@@ -35,6 +37,12 @@ class Runtime {
                                              const std::vector<int>& gpus,
                                              int64_t timeout_ms) const;
 
+  // Called once, before any evaluation runs (the server, once the GPU pool
+  // is known): from then on Policy() restricts each run to its lane's CPUs
+  // (cpu_lanes.h). Not thread-safe against concurrent Policy() calls.
+  void SetCpuLanes(CpuLanes lanes) { lanes_ = std::move(lanes); }
+  const CpuLanes& cpu_lanes() const { return lanes_; }
+
   const ExecutorConfig& config() const { return config_; }
   const sandbox::Sandbox& sandbox() const { return *sandbox_; }
 
@@ -43,6 +51,7 @@ class Runtime {
   const sandbox::Sandbox* sandbox_;
   std::vector<std::string> ro_paths_;
   std::vector<std::string> base_env_;
+  CpuLanes lanes_{{}, {}};
 };
 
 // The folder under which sandboxed runs get their scratch folders: the

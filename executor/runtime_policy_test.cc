@@ -1,7 +1,8 @@
 // Runtime::Policy's GPU part (issue 16): the lease's GPUs reach the sandbox
 // as SandboxPolicy::gpus (only their device nodes are bound, so inside CUDA
 // numbers them 0..n-1), and CUDA_VISIBLE_DEVICES is set to host indices
-// only without the sandbox, where nothing hides the other GPUs.
+// only without the sandbox, where nothing hides the other GPUs. And each run's
+// CPUs (cpu_lanes.h).
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -45,6 +46,21 @@ TEST(RuntimePolicyTest, WithoutTheSandboxVisibleDevicesSelectsTheLease) {
   EXPECT_EQ(p.gpus, (std::vector<int>{2, 5}));
   EXPECT_THAT(CudaVars(p), Contains("CUDA_VISIBLE_DEVICES=2,5"));
   EXPECT_THAT(CudaVars(p), Contains("CUDA_DEVICE_ORDER=PCI_BUS_ID"));
+}
+
+// Each run is restricted to its lane's CPUs (cpu_lanes.h): a run on GPU 1
+// never gets a CPU of GPU 0's lane, and runs without a GPU get the shared
+// lane; before SetCpuLanes (or without GPUs) nothing is restricted.
+TEST(RuntimePolicyTest, RunsGetTheirLanesCpus) {
+  ExecutorConfig config;
+  Runtime runtime(config, nullptr);
+  EXPECT_TRUE(runtime.Policy("/tmp/scratch", {1}, 1000).cpus.empty());
+  runtime.SetCpuLanes(CpuLanes({0, 1, 2, 3, 4, 5, 6, 7, 8}, {0, 1}));
+  EXPECT_EQ(runtime.Policy("/tmp/scratch", {0}, 1000).cpus, (std::vector<int>{0, 1, 2}));
+  EXPECT_EQ(runtime.Policy("/tmp/scratch", {1}, 1000).cpus, (std::vector<int>{3, 4, 5}));
+  EXPECT_EQ(runtime.Policy("/tmp/scratch", {0, 1}, 1000).cpus,
+            (std::vector<int>{0, 1, 2, 3, 4, 5}));
+  EXPECT_EQ(runtime.Policy("/tmp/scratch", {}, 1000).cpus, (std::vector<int>{6, 7, 8}));
 }
 
 }  // namespace

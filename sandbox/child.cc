@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <grp.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
@@ -34,6 +35,8 @@ const char* ChildStepName(int32_t step) {
       return "executing";
     case kStepParentGone:
       return "checking the parent";
+    case kStepAffinity:
+      return "restricting the CPUs";
     default:
       return "starting";
   }
@@ -109,6 +112,8 @@ void RunChild(const ChildPlan& p) {
   for (const ChildPlan::Limit& l : p.limits) {
     if (setrlimit(l.resource, &l.value) != 0) ChildFail(err_fd, kStepRlimit, errno);
   }
+  if (p.set_cpus && sched_setaffinity(0, sizeof p.cpus, &p.cpus) != 0)
+    ChildFail(err_fd, kStepAffinity, errno);
   execve(p.exec_path, p.argv.data(), p.envp.data());
   ChildFail(err_fd, kStepExec, errno);
 }

@@ -7,6 +7,7 @@
 // Thread safety: RunChild runs in the child alone; ChildStepName is pure.
 #pragma once
 
+#include <sched.h>
 #include <sys/resource.h>
 #include <sys/types.h>
 
@@ -26,6 +27,7 @@ enum ChildStep : int32_t {
   kStepRlimit,
   kStepExec,
   kStepParentGone,
+  kStepAffinity,
 };
 
 // What a failed step was doing, for the parent's error message.
@@ -47,6 +49,10 @@ struct ChildPlan {
     struct rlimit value;
   };
   std::vector<Limit> limits;
+  // CPUs the command and everything it starts may run on (set_cpus false:
+  // the parent's).
+  bool set_cpus = false;
+  cpu_set_t cpus;
   int64_t uid = -1, gid = -1;
   const char* chdir_path = nullptr;
   pid_t parent_pid = 0;

@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <linux/openat2.h>
+#include <sched.h>
 #include <signal.h>
 #include <spdlog/spdlog.h>
 #include <sys/eventfd.h>
@@ -294,6 +295,23 @@ absl::StatusOr<SpawnPaths> ValidateSpawn(const SandboxConfig& config,
                     std::move(cwd)};
 }
 
+// policy.cpus as a set, each CPU one this process may run on (a set the
+// child could not take would fail after fork, with less context).
+absl::StatusOr<cpu_set_t> CpuSetOf(const std::vector<int>& cpus) {
+  cpu_set_t own;
+  CPU_ZERO(&own);
+  if (sched_getaffinity(0, sizeof own, &own) != 0) return ErrnoError("sched_getaffinity", errno);
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  for (int c : cpus) {
+    if (c < 0 || c >= CPU_SETSIZE || !CPU_ISSET(c, &own))
+      return absl::InvalidArgumentError(
+          fmt::format("cpus: CPU {} is not one this process may run on", c));
+    CPU_SET(c, &set);
+  }
+  return set;
+}
+
 // The resource limits of one run and how each is enforced (rlimits set by
 // the child, a per-run cgroup); a requested limit that nothing here can
 // enforce is an error, never dropped.
@@ -317,6 +335,11 @@ absl::StatusOr<LimitPlan> PlanLimits(const SandboxConfig& config, const SandboxP
     rlim(RLIMIT_CPU, static_cast<rlim_t>(policy.cpu_seconds),
          static_cast<rlim_t>(policy.cpu_seconds + 1));
     how.push_back("cpu_time=rlimit(per-process)");
+  }
+  if (!policy.cpus.empty()) {
+    std::string list;
+    for (int c : policy.cpus) list += (list.empty() ? "" : ",") + std::to_string(c);
+    how.push_back("cpus=affinity(" + list + ")");
   }
   if (policy.max_file_mb > 0) {
     rlim_t bytes = static_cast<rlim_t>(policy.max_file_mb) * 1024 * 1024;
@@ -521,6 +544,10 @@ absl::StatusOr<std::unique_ptr<SandboxProcess>> Sandbox::Spawn(const std::vector
   plan.envp.push_back(nullptr);
   plan.exec_path = exec_path.c_str();
   plan.limits = limits;
+  if (!policy.cpus.empty()) {
+    ASSIGN_OR_RETURN(plan.cpus, CpuSetOf(policy.cpus));
+    plan.set_cpus = true;
+  }
   plan.error_fd = exec_w.get();
   plan.parent_pid = getpid();
   if (drop_uid) {

@@ -122,6 +122,14 @@ struct SandboxPolicy {
   // set CUDA_VISIBLE_DEVICES to host indices (README "GPUs").
   bool gpu = false;
   std::vector<int> gpus;
+  // CPUs the command and everything it starts may run on (the affinity of
+  // the sandbox's first process, inherited): the executor gives concurrent
+  // evaluations disjoint sets (executor/cpu_lanes.h), so one evaluation's
+  // processes never run on the CPUs where another's ranks are pinned and
+  // timed. Candidate ranks cannot widen theirs (their seccomp filter makes
+  // sched_setaffinity a no-op). Each must be one this process may use.
+  // Empty: this process's own set.
+  std::vector<int> cpus;
   // The command's complete environment, NAME=VALUE. Nothing is inherited;
   // the only addition is PWD (the working directory), which bwrap sets.
   std::vector<std::string> env;

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 #include <ifaddrs.h>
 #include <netinet/in.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/ipc.h>
 #include <sys/shm.h>
@@ -515,6 +516,36 @@ TEST_F(IsolationTest, ResourceMemoryHogStopped) {
   std::vector<char> block(64 << 20, 1);
   EXPECT_EQ(block[12345], 1);
   EXPECT_EQ(system("true"), 0);
+}
+
+// Concurrent evaluations get disjoint CPUs (executor/cpu_lanes.h): the
+// sandbox's processes run only on the policy's, descendants included, with
+// or without isolation; a CPU this process may not use is refused before
+// anything starts.
+TEST_F(IsolationTest, ProcessesRunOnlyOnThePolicysCpus) {
+  cpu_set_t own;
+  ASSERT_EQ(sched_getaffinity(0, sizeof own, &own), 0);
+  int last = -1;
+  for (int c = 0; c < CPU_SETSIZE; ++c)
+    if (CPU_ISSET(c, &own)) last = c;
+  ASSERT_GE(last, 0);
+  for (bool unsafe : {false, true}) {
+    SandboxPolicy policy = Policy();
+    policy.unsafe_no_sandbox = unsafe;
+    policy.cpus = {last};
+    SandboxResult r = MustRun(
+        {"/bin/sh", "-c", "grep Cpus_allowed_list /proc/self/status; sh -c 'grep Cpus_allowed_list /proc/self/status'"},
+        policy);
+    const std::string want = "Cpus_allowed_list:\t" + std::to_string(last) + "\n";
+    EXPECT_EQ(r.stdout_data, want + want) << "unsafe=" << unsafe << " " << r.stderr_data;
+    EXPECT_THAT(r.enforcement, HasSubstr("cpus=affinity(" + std::to_string(last) + ")"));
+  }
+  SandboxPolicy bad = Policy();
+  bad.cpus = {CPU_SETSIZE + 1};
+  auto refused = sandbox_->Run({"/bin/true"}, bad);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(refused.status().message()), HasSubstr("cpus: CPU"));
 }
 
 TEST_F(IsolationTest, ResultReportsAccountingAndEnforcement) {
