@@ -20,6 +20,12 @@ DripFinding ClassifyDrip(const DripSample& s, double ref_free_us, double cand_fr
   if (s.ref_free_us > 0) ref_free_us = std::min(ref_free_us, s.ref_free_us);
   if (s.starved || s.calls < kMinDripCalls || s.ref_service_us <= 0 || s.cand_service_us <= 0 || cand_free_us <= 0)
     return DripFinding::kInconclusive;
+  // The reference's calls cannot be faster dripped (each handed over twice)
+  // than free-running: its free-running batches were disturbed, so the
+  // hand-off cost is unknown (helper-redteam11, world 1 beside a hog on the
+  // ranks' CPU: free 24 us a call against 9 us dripped, the hand-off read 0
+  // and honest candidates CHEAT_DETECTED).
+  if (s.ref_service_us <= ref_free_us) return DripFinding::kInconclusive;
   const double handoff = std::max(0.0, s.ref_service_us - ref_free_us);
   const double excess = (s.cand_service_us - cand_free_us) - handoff;
   const double limit = std::max(cand_free_us, kHandoffShare * handoff + kNoiseUs);

@@ -51,7 +51,8 @@ enum class DripFinding { kConsistent, kSlow, kInconclusive };
 // us): slow when the candidate's excess over its free
 // time exceeds the reference's excess by more than the candidate's free time
 // (a 2x gain) and by more than half the reference's hand-off cost plus 3 us
-// (scheduling noise of the hand-offs).
+// (scheduling noise of the hand-offs). Inconclusive when the reference's
+// drip was no slower than its free-running time (that one was disturbed).
 DripFinding ClassifyDrip(const DripSample& s, double ref_free_us, double cand_free_us);
 
 struct DripVerdict {

@@ -47,6 +47,16 @@ TEST(DripCheck, TheReferencesFreeTimeIsTheLeastDisturbed) {
   EXPECT_EQ(ClassifyDrip(S(63.5, 44, false, 209.7), 36, 6), DripFinding::kConsistent);
 }
 
+// helper-redteam11, world 1 beside a busy loop pinned on the ranks' CPU:
+// the reference's free-running batches (1 us a call) took one of its time
+// slices (24 us a call) and its drip read 9 us: a hand-off of 0, and an
+// honest 1.2 us candidate dripped at 9.6 us was "slow". Free no faster than
+// dripped means the free time was disturbed: inconclusive.
+TEST(DripCheck, AReferenceFreeTimeAboveItsDripIsInconclusive) {
+  EXPECT_EQ(ClassifyDrip(S(9.12, 9.58, false, 24.29), 24.29, 1.2), DripFinding::kInconclusive);
+  EXPECT_EQ(ClassifyDrip(S(9.12, 9.58, false, 1.1), 24.29, 1.2), DripFinding::kConsistent);
+}
+
 TEST(DripCheck, ShortDripBatchesAreInconclusive) {
   DripSample s = S(45, 46, false);
   EXPECT_EQ(ClassifyDrip(s, 35, 10), DripFinding::kSlow);
