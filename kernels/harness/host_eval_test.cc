@@ -1,6 +1,8 @@
 // End-to-end tests of the host backend: the real pkforge-worker binary
 // evaluates candidates compiled at test-build time (kernels/CMakeLists.txt).
 #include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
 #include <unistd.h>
 #include <sys/wait.h>
 
@@ -9,6 +11,7 @@
 #include <cstdio>
 #include <fstream>
 #include <string>
+#include <vector>
 
 #include "fmt/format.h"
 #include "gtest/gtest.h"
@@ -112,6 +115,50 @@ TEST(HostEval, EveryNaiveCandidateIsOkAtWorldSizes1To8) {
         }
       }
     }
+  }
+}
+
+// A busy process pinned on the CPU the judge gives the ranks (the second of
+// its set when it has two or more, else the only one), from this process.
+struct BusyLoopOnRankCpu {
+  pid_t pid = -1;
+  BusyLoopOnRankCpu() {
+    cpu_set_t own;
+    CPU_ZERO(&own);
+    if (sched_getaffinity(0, sizeof own, &own) != 0) return;
+    std::vector<int> cpus;
+    for (int c = 0; c < CPU_SETSIZE; ++c)
+      if (CPU_ISSET(c, &own)) cpus.push_back(c);
+    if (cpus.empty()) return;
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(cpus[cpus.size() > 1 ? 1 : 0], &one);
+    pid = fork();
+    if (pid == 0) {
+      sched_setaffinity(0, sizeof one, &one);
+      for (;;) asm volatile("" ::: "memory");
+    }
+  }
+  ~BusyLoopOnRankCpu() {
+    if (pid > 0) {
+      kill(pid, SIGKILL);
+      waitpid(pid, nullptr, 0);
+    }
+  }
+};
+
+// helper-redteam11: at world size 1 beside a busy loop on the ranks' CPU, one
+// of its time slices landed in most of the reference's free-running batches
+// next to a drip batch (24 us a call against 1 us), the hand-off cost read 0
+// and honest candidates were CHEAT_DETECTED batch_drip in 3-5 of 6 launches.
+// Whatever the load does to the numbers, an honest candidate is never
+// convicted (the times themselves are what other load makes them).
+TEST(HostEval, HonestCandidatesAreNotConvictedBesideABusyLoopOnTheirCpu) {
+  BusyLoopOnRankCpu busy;
+  ASSERT_GT(busy.pid, 0);
+  for (int i = 0; i < 4; ++i) {
+    Launched l = Launch("allreduce", "naive_host_allreduce", 1, "", "f32");
+    EXPECT_EQ(l.result.status(), Result::OK) << "launch " << i << "\n" << Describe(l);
   }
 }
 
