@@ -51,7 +51,7 @@ class Runtime {
   const sandbox::Sandbox* sandbox_;
   std::vector<std::string> ro_paths_;
   std::vector<std::string> base_env_;
-  CpuLanes lanes_{{}, {}};
+  CpuLanes lanes_;
 };
 
 // The folder under which sandboxed runs get their scratch folders: the

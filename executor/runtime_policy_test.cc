@@ -55,7 +55,9 @@ TEST(RuntimePolicyTest, RunsGetTheirLanesCpus) {
   ExecutorConfig config;
   Runtime runtime(config, nullptr);
   EXPECT_TRUE(runtime.Policy("/tmp/scratch", {1}, 1000).cpus.empty());
-  runtime.SetCpuLanes(CpuLanes({0, 1, 2, 3, 4, 5, 6, 7, 8}, {0, 1}));
+  CpuTopology t;
+  for (int c = 0; c < 9; ++c) t.cpus.push_back({c, c, 0});
+  runtime.SetCpuLanes(CpuLanes(t, {0, 1}));
   EXPECT_EQ(runtime.Policy("/tmp/scratch", {0}, 1000).cpus, (std::vector<int>{0, 1, 2}));
   EXPECT_EQ(runtime.Policy("/tmp/scratch", {1}, 1000).cpus, (std::vector<int>{3, 4, 5}));
   EXPECT_EQ(runtime.Policy("/tmp/scratch", {0, 1}, 1000).cpus,

@@ -93,7 +93,7 @@ absl::StatusOr<std::unique_ptr<ExecutorServer>> ExecutorServer::Start(const Exec
   }
   // Disjoint CPUs per GPU and one shared lane (host evaluations, compiles):
   // concurrent evaluations never share the CPUs their ranks are timed on.
-  s->runtime_->SetCpuLanes(CpuLanes(CpuLanes::Allowed(), s->devices_->gpus()));
+  s->runtime_->SetCpuLanes(CpuLanes(CpuTopology::Probe(s->devices_->gpus()), s->devices_->gpus()));
   cc.cpus = s->runtime_->cpu_lanes().shared();
   ASSIGN_OR_RETURN(s->compiler_, Compiler::Create(cc, s->sandbox_.get()));
   s->devices_->SetToolkit(s->compiler_->CompilerVersion(v1::BACKEND_CUDA), sandbox_mode, sandbox_detail);
