@@ -87,6 +87,16 @@ bool GenCandByCopy() {
 }
 
 // PKFORGE_TOUCH=0: no untimed read of the call's tensors before it (A/B).
+// PKFORGE_CUDA_LATE_FILTER=1: LoadLateCandidateFilter before the candidate
+// is loaded (off until validated on a GPU).
+bool LateFilter() {
+  static const bool on = [] {
+    const char* v = std::getenv("PKFORGE_CUDA_LATE_FILTER");
+    return v != nullptr && std::string_view(v) == "1";
+  }();
+  return on;
+}
+
 bool TouchBeforeRun() {
   static const bool on = [] {
     const char* v = std::getenv("PKFORGE_TOUCH");
@@ -345,6 +355,16 @@ class CudaRank {
       setup = r->setup;
       teardown_ = r->teardown;
     } else {
+      // The rules left out of the early filter (timers, sockets, processes),
+      // now that CUDA and NCCL are set up and before any candidate code:
+      // opt-in until validated on a GPU (containment.h LoadLateCandidateFilter).
+      if (LateFilter()) {
+        if (auto st = LoadLateCandidateFilter(); !st.ok()) {
+          rep->rc = kRcHarness;
+          snprintf(rep->message, sizeof rep->message, "%s", std::string(st.message()).c_str());
+          return;
+        }
+      }
       void* h = dlopen(o_.candidate.c_str(), RTLD_NOW | RTLD_LOCAL);
       if (h == nullptr) {
         rep->rc = -1;

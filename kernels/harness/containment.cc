@@ -224,6 +224,43 @@ bool ForbidProcWrites() {
   return ok;
 }
 
+// The rules cuda ranks get only in their late filter (LoadLateCandidateFilter).
+int AddLateRules(scmp_filter_ctx ctx, bool timers, bool processes) {
+  const uint32_t eperm = SCMP_ACT_ERRNO(EPERM);
+  auto ne = [](unsigned arg, uint64_t v) { return scmp_arg_cmp{arg, SCMP_CMP_NE, v, 0}; };
+  int rc = 0;
+  // Kernel timers and asynchronous work that go on while the candidate is
+  // stopped: thousands of timerfds, POSIX timers or io_uring timeouts armed
+  // before a stop fire as interrupts on the CPU the reference is timed on
+  // (red team irq_storm_ref, irq_storm_uring: OK at 2-4x with the naive
+  // algorithm); so do an interval timer of a few us (setitimer/alarm:
+  // ITIMER_REAL runs on through a stop, one timer is a storm) and TCP's
+  // pacing and retransmit timers (round 10 tcp_pacing_storm: ~200 paced
+  // loopback packets queued at each batch's end, OK 1.2-1.9x with the naive
+  // algorithm), so no socket but AF_UNIX (a host kernel needs none). A
+  // stopped thread's nanosleep or poll timeout is cancelled by the stop.
+  if (timers) {
+    for (int nr : {SCMP_SYS(timerfd_create), SCMP_SYS(timer_create), SCMP_SYS(io_uring_setup),
+                   SCMP_SYS(io_setup), SCMP_SYS(setitimer), SCMP_SYS(alarm)})
+      rc |= AddRule(ctx, eperm, nr, 0, nullptr);
+    for (int nr : {SCMP_SYS(socket), SCMP_SYS(socketpair)}) {
+      scmp_arg_cmp not_unix = ne(0, AF_UNIX);
+      rc |= AddRule(ctx, eperm, nr, 1, &not_unix);
+    }
+  }
+  // No new process (containment.h): the kernel kills the whole process
+  // (SIGSYS), so the judge sees the attempt instead of a candidate that
+  // shrugs off an error.
+  if (processes) {
+    const uint32_t kill = SCMP_ACT_KILL_PROCESS;
+    rc |= AddRule(ctx, kill, SCMP_SYS(fork), 0, nullptr);
+    rc |= AddRule(ctx, kill, SCMP_SYS(vfork), 0, nullptr);
+    scmp_arg_cmp not_thread{0, SCMP_CMP_MASKED_EQ, uint64_t{CLONE_THREAD}, 0};
+    rc |= AddRule(ctx, kill, SCMP_SYS(clone), 1, &not_thread);
+  }
+  return rc;
+}
+
 }  // namespace
 
 absl::Status HardenCandidateProcess(bool drop_root, bool forbid_proc_writes, bool forbid_timers,
@@ -330,35 +367,7 @@ absl::Status HardenCandidateProcess(bool drop_root, bool forbid_proc_writes, boo
     scmp_arg_cmp pid = ne(0, 0);
     rc |= AddRule(ctx, eperm, SCMP_SYS(prlimit64), 1, &pid);
   }
-  // Kernel timers and asynchronous work that go on while the candidate is
-  // stopped: thousands of timerfds, POSIX timers or io_uring timeouts armed
-  // before a stop fire as interrupts on the CPU the reference is timed on
-  // (red team irq_storm_ref, irq_storm_uring: OK at 2-4x with the naive
-  // algorithm); so do an interval timer of a few us (setitimer/alarm:
-  // ITIMER_REAL runs on through a stop, one timer is a storm) and TCP's
-  // pacing and retransmit timers (round 10 tcp_pacing_storm: ~200 paced
-  // loopback packets queued at each batch's end, OK 1.2-1.9x with the naive
-  // algorithm), so no socket but AF_UNIX (a host kernel needs none). A
-  // stopped thread's nanosleep or poll timeout is cancelled by the stop.
-  if (forbid_timers) {
-    for (int nr : {SCMP_SYS(timerfd_create), SCMP_SYS(timer_create), SCMP_SYS(io_uring_setup),
-                   SCMP_SYS(io_setup), SCMP_SYS(setitimer), SCMP_SYS(alarm)})
-      rc |= AddRule(ctx, eperm, nr, 0, nullptr);
-    for (int nr : {SCMP_SYS(socket), SCMP_SYS(socketpair)}) {
-      scmp_arg_cmp not_unix = ne(0, AF_UNIX);
-      rc |= AddRule(ctx, eperm, nr, 1, &not_unix);
-    }
-  }
-  // No new process (containment.h): the kernel kills the whole process
-  // (SIGSYS), so the judge sees the attempt instead of a candidate that
-  // shrugs off an error.
-  if (forbid_processes) {
-    const uint32_t kill = SCMP_ACT_KILL_PROCESS;
-    rc |= AddRule(ctx, kill, SCMP_SYS(fork), 0, nullptr);
-    rc |= AddRule(ctx, kill, SCMP_SYS(vfork), 0, nullptr);
-    scmp_arg_cmp not_thread{0, SCMP_CMP_MASKED_EQ, uint64_t{CLONE_THREAD}, 0};
-    rc |= AddRule(ctx, kill, SCMP_SYS(clone), 1, &not_thread);
-  }
+  rc |= AddLateRules(ctx, forbid_timers, forbid_processes);
   if (rc != 0) {
     seccomp_release(ctx);
     return absl::InternalError(fmt::format("building the candidate seccomp filter: {}", rc));
@@ -374,6 +383,23 @@ absl::Status HardenCandidateProcess(bool drop_root, bool forbid_proc_writes, boo
   seccomp_release(ctx);
   if (rc != 0)
     return absl::InternalError(fmt::format("loading the candidate seccomp filter: {}", strerror(-rc)));
+  return absl::OkStatus();
+}
+
+absl::Status LoadLateCandidateFilter() {
+  scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
+  if (ctx == nullptr) return absl::InternalError("seccomp_init failed");
+  if (const int rc = AddLateRules(ctx, /*timers=*/true, /*processes=*/true); rc != 0) {
+    seccomp_release(ctx);
+    return absl::InternalError(fmt::format("building the late candidate filter: {}", rc));
+  }
+  seccomp_attr_set(ctx, SCMP_FLTATR_CTL_TSYNC, 1);
+  seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS);
+  const int rc = seccomp_load(ctx);
+  seccomp_release(ctx);
+  if (rc != 0)
+    return absl::InternalError(
+        fmt::format("loading the late candidate filter: {}", strerror(-rc)));
   return absl::OkStatus();
 }
 

@@ -78,6 +78,16 @@ absl::Status MakeNonDumpable();
 absl::Status HardenCandidateProcess(bool drop_root = false, bool forbid_proc_writes = true,
                                     bool forbid_timers = true, bool forbid_processes = true);
 
+// cuda candidate ranks, after the harness's own CUDA and NCCL set-up
+// (kOpInit) and before the candidate's library is loaded: the rules
+// HardenCandidateProcess leaves out for them (forbid_timers with its socket
+// rule, forbid_processes) in a second filter. Loaded before any candidate
+// code ran, so nothing can have stacked a filter that fakes it (round 8
+// seccomp_neuter_forkban faked one loaded after candidate code). Off until a
+// GPU run shows that libcuda and NCCL need none of them after set-up:
+// PKFORGE_CUDA_LATE_FILTER=1 turns it on (kernels/cuda/rank_cuda.cc).
+absl::Status LoadLateCandidateFilter();
+
 class CandidateProcesses {
  public:
   CandidateProcesses() = default;

@@ -96,6 +96,46 @@ TEST(Harden, StartingAProcessKillsTheCandidate) {
 #endif
 }
 
+// cuda candidate ranks (opt-in, PKFORGE_CUDA_LATE_FILTER=1): their early
+// filter leaves timers, sockets and processes alone (libcuda and NCCL set
+// up after it); the late filter, loaded before the candidate's library,
+// adds those rules, on every thread.
+TEST(Harden, TheLateFilterAddsWhatCudaRanksLackedEarly) {
+  EXPECT_EQ(InChild([] {
+              if (!HardenCandidateProcess(false, false, /*forbid_timers=*/false,
+                                          /*forbid_processes=*/false)
+                       .ok())
+                return 10;
+              // What CUDA and NCCL set-up may still use.
+              const int tcp = socket(AF_INET, SOCK_STREAM, 0);
+              if (tcp < 0) return 11;
+              close(tcp);
+              const int tfd = timerfd_create(CLOCK_MONOTONIC, 0);
+              if (tfd < 0) return 12;
+              close(tfd);
+              std::atomic<int> seen{0};
+              std::thread early([&] {
+                while (seen.load() == 0) std::this_thread::yield();
+                seen = socket(AF_INET6, SOCK_DGRAM, 0) < 0 && errno == EPERM ? 2 : 3;
+              });
+              if (!LoadLateCandidateFilter().ok()) return 13;
+              if (socket(AF_INET, SOCK_STREAM, 0) >= 0 || errno != EPERM) return 14;
+              if (timerfd_create(CLOCK_MONOTONIC, 0) >= 0 || errno != EPERM) return 15;
+              itimerval every_us{{0, 2}, {0, 2}};
+              if (setitimer(ITIMER_REAL, &every_us, nullptr) == 0 || errno != EPERM) return 16;
+              const int local = socket(AF_UNIX, SOCK_STREAM, 0);
+              if (local < 0) return 17;
+              close(local);
+              seen = 1;  // a thread started before the filter has it too (TSYNC)
+              early.join();
+              if (seen != 2) return 18;
+              const pid_t c = fork();
+              if (c == 0) _exit(0);
+              return 19;  // fork returned in the parent: not refused
+            }),
+            128 + SIGSYS);
+}
+
 TEST(Harden, SignalsReachOnlyTheCandidateItself) {
   const pid_t trusted = Sleeper(false);
   const int rc = InChild([trusted] {
