@@ -488,7 +488,7 @@ absl::Status CandidateProcesses::Freeze(int64_t deadline_ns) {
   return absl::OkStatus();
 }
 
-std::string CandidateProcesses::Thaw() {
+std::string CandidateProcesses::Thaw(const std::function<void()>& before_continue) {
   std::string broke = continued_;
   const std::vector<int> now = List();
   for (int pid : now) {
@@ -512,6 +512,7 @@ std::string CandidateProcesses::Thaw() {
                             pid, s);
     }
   }
+  if (broke.empty() && before_continue) before_continue();
   for (int pid : now) kill(pid, SIGCONT);
   frozen_ = false;
   frozen_pids_.clear();

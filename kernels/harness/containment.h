@@ -37,6 +37,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <set>
 #include <string>
@@ -111,7 +112,11 @@ class CandidateProcesses {
   absl::Status Freeze(int64_t deadline_ns);
   // Checks that nothing ran or appeared since Freeze() and continues every
   // process. Returns an empty string when the freeze held, else what broke it.
-  std::string Thaw();
+  // `before_continue`, when the freeze held, runs after the checks and before
+  // the first SIGCONT (the judge sends its command there, so the candidate
+  // wakes once to a command already waiting, and no moment passes between
+  // its thaw and the start of its clock).
+  std::string Thaw(const std::function<void()>& before_continue = nullptr);
   bool frozen() const { return frozen_; }
   // MonotonicNs() at which the last Freeze() saw every thread stopped (before
   // it read CPU times): the end of anything the candidate could still do.

@@ -403,6 +403,33 @@ TEST(CandidateProcesses, AnHonestFreezeHoldsAndStopsEveryDescendant) {
 
 // Deep setsid/double-fork chains: every level is found and killed, however
 // deep, and orphans re-parented to us (a subreaper) count as candidate.
+// The judge's command goes out while the candidate is still stopped (Thaw's
+// before_continue): no moment passes between the thaw and the start of its
+// clock in which a thread of the candidate could work on inputs it can see.
+TEST(CandidateProcesses, TheCommandGoesOutBeforeTheCandidateContinues) {
+  const pid_t cand = fork();
+  if (cand == 0) {
+    for (;;) {
+      volatile int x = 0;
+      (void)x;
+    }
+  }
+  CandidateProcesses tree({cand}, {});
+  ASSERT_TRUE(tree.Freeze(MonotonicNs() + 2'000'000'000).ok());
+  char state_in_hook = 0;
+  EXPECT_EQ(tree.Thaw([&] { state_in_hook = ThreadState(cand, cand); }), "");
+  EXPECT_EQ(state_in_hook, 'T');
+  // A freeze that broke runs no hook (the evaluation ends instead).
+  ASSERT_TRUE(tree.Freeze(MonotonicNs() + 2'000'000'000).ok());
+  kill(cand, SIGCONT);  // as a timer the candidate armed would
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  bool ran = false;
+  EXPECT_NE(tree.Thaw([&] { ran = true; }), "");
+  EXPECT_FALSE(ran);
+  kill(cand, SIGKILL);
+  waitpid(cand, nullptr, 0);
+}
+
 TEST(CandidateProcesses, KillAllEmptiesADeepChainOfOrphans) {
   prctl(PR_SET_CHILD_SUBREAPER, 1);
   const pid_t self = getpid();

@@ -558,9 +558,12 @@ bool RankPool::Freeze(v1::Phase phase) {
   return false;
 }
 
-bool RankPool::Thaw() {
-  if (!tree_.frozen()) return true;
-  const std::string broke = tree_.Thaw();
+bool RankPool::Thaw(const std::function<void()>& before_continue) {
+  if (!tree_.frozen()) {
+    if (before_continue) before_continue();
+    return true;
+  }
+  const std::string broke = tree_.Thaw(before_continue);
   if (!broke.empty()) {
     const std::string d = "candidate code ran while it was frozen: " + broke;
     out_->Cheat("frozen_while_idle", d);
@@ -576,9 +579,16 @@ bool RankPool::Thaw() {
 // the snapshot shows).
 bool RankPool::CandRound(const Cmd& cmd, v1::Phase phase, std::vector<Reply>* replies,
                          int64_t* wall_ns, bool refreeze) {
-  if (!Thaw()) return false;
+  // The command goes out while the candidate is still stopped, its clock
+  // starting then; the SIGCONT follows (Thaw's before_continue).
+  // (A failed send shows as a dead rank in Collect, as in RoundCmd.)
   int64_t t_send = 0;
-  const bool ok = RoundCmd(cands_, cmd, phase, replies, wall_ns, &t_send);
+  if (!Thaw([&] {
+        t_send = MonotonicNs();
+        Send(cands_, cmd);
+      }))
+    return false;
+  const bool ok = CollectRound(cands_, cmd.op, phase, t_send, replies, wall_ns);
   if (!ok || !refreeze) return ok;
   const int64_t t_recv = MonotonicNs();
   last_reply_ns_ = t_recv - t_send;
@@ -592,9 +602,12 @@ bool RankPool::CandPausedRound(
     const Cmd& cmd, v1::Phase phase, int64_t pause_after_ns,
     const std::function<bool(int64_t frozen_after_ns, bool pending)>& while_frozen,
     std::vector<Reply>* replies) {
-  if (!Thaw()) return false;
-  const int64_t t_send = MonotonicNs();
-  Send(cands_, cmd);
+  int64_t t_send = 0;
+  if (!Thaw([&] {
+        t_send = MonotonicNs();
+        Send(cands_, cmd);
+      }))
+    return false;
   // Until the pause, or until every candidate rank has a reply waiting.
   std::vector<bool> ready(cands_.size(), false);
   auto all_ready = [&] { return std::all_of(ready.begin(), ready.end(), [](bool b) { return b; }); };
@@ -662,10 +675,14 @@ bool RankPool::RefTimedRound(const Cmd& cmd, v1::Phase phase, std::vector<Reply>
 
 bool RankPool::RoundCmd(const std::vector<RankProc*>& procs, const Cmd& c, v1::Phase phase,
                         std::vector<Reply>* replies, int64_t* wall_ns, int64_t* t_send_ns) {
-  const uint32_t op = c.op;
   const int64_t t_send = MonotonicNs();
   if (t_send_ns != nullptr) *t_send_ns = t_send;
   Send(procs, c);
+  return CollectRound(procs, c.op, phase, t_send, replies, wall_ns);
+}
+
+bool RankPool::CollectRound(const std::vector<RankProc*>& procs, uint32_t op, v1::Phase phase,
+                            int64_t t_send, std::vector<Reply>* replies, int64_t* wall_ns) {
   if (!Collect(procs, op, phase, replies)) return false;
   const int64_t t_recv = MonotonicNs();
   if (wall_ns != nullptr) *wall_ns = t_recv - t_send;

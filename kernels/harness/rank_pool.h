@@ -95,6 +95,10 @@ class RankPool {
   bool RoundCmd(const std::vector<RankProc*>& procs, const Cmd& cmd, v1::Phase phase,
                 std::vector<Reply>* replies, int64_t* wall_ns = nullptr,
                 int64_t* t_send_ns = nullptr);
+  // Collect, then the wall time since t_send and the ranks' intervals
+  // checked against it (RoundCmd's second half).
+  bool CollectRound(const std::vector<RankProc*>& procs, uint32_t op, v1::Phase phase,
+                    int64_t t_send, std::vector<Reply>* replies, int64_t* wall_ns);
   // A timed reference round: its clock stops when every reference process
   // is verified stopped, exactly as a candidate round's does (CandRound).
   bool RefTimedRound(const Cmd& cmd, v1::Phase phase, std::vector<Reply>* replies,
@@ -120,7 +124,8 @@ class RankPool {
     if (controls_[0] != nullptr) controls_[0]->drip_stop.store(stop ? 1 : 0, std::memory_order_release);
   }
   bool Freeze(v1::Phase phase);
-  bool Thaw();
+  // before_continue: see CandidateProcesses::Thaw.
+  bool Thaw(const std::function<void()>& before_continue = nullptr);
 
   // Teardown: waits (bounded) until every candidate rank has exited and
   // reaps it.
