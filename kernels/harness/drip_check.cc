@@ -53,7 +53,8 @@ DripVerdict JudgeDrip(const std::vector<DripSample>& samples, double ref_free_us
 }
 
 DripFree FreeTimes(const std::vector<double>& ref_us, const std::vector<double>& cand_us) {
-  return {pkforge::Quantile(ref_us, 0.25), pkforge::Quantile(cand_us, 0.5)};
+  if (ref_us.empty() || cand_us.empty()) return {};
+  return {*std::min_element(ref_us.begin(), ref_us.end()), pkforge::Quantile(cand_us, 0.5)};
 }
 
 }  // namespace pkforge::kernels

@@ -67,8 +67,11 @@ DripVerdict JudgeDrip(const std::vector<DripSample>& samples, double ref_free_us
                       double cand_free_us);
 
 // The free-running per-call times the drip batches are judged against, from
-// the timed batches' per-call samples (us): the reference's 25th percentile
-// (load only adds to a free time), the candidate's median.
+// the timed batches' per-call samples (us): the reference's fastest (load
+// only adds to a free time; its 25th percentile interpolated into disturbed
+// batches when most of them were: beside a busy loop on the ranks' CPU
+// [1.0, 1.0, 28.5, 28.6, 29.0, 30.8] gave 7.9 us and the hand-off cost read
+// 2 us instead of 8, an honest candidate "slow"), the candidate's median.
 struct DripFree {
   double ref_us = 0, cand_us = 0;
 };

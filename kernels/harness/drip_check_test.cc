@@ -57,6 +57,18 @@ TEST(DripCheck, AReferenceFreeTimeAboveItsDripIsInconclusive) {
   EXPECT_EQ(ClassifyDrip(S(9.12, 9.58, false, 1.1), 24.29, 1.2), DripFinding::kConsistent);
 }
 
+// The reference's free time from its timed batches is their fastest: in
+// the full ctest beside a busy loop most of its batches took a time slice,
+// the 25th percentile read 6.8 us against ~1 us, the hand-off cost 2.4 us
+// instead of 8, and an honest 1 us candidate dripped at 9.5 us was "slow".
+TEST(DripCheck, TheReferencesFreeTimeFromTimedBatchesIsItsFastest) {
+  const DripFree f = FreeTimes({28.5, 1.0, 30.8, 29.0, 1.1, 28.6}, {0.9, 1.0, 0.96, 1.2, 0.95, 1.1});
+  EXPECT_DOUBLE_EQ(f.ref_us, 1.0);
+  EXPECT_NEAR(f.cand_us, 0.98, 1e-9);
+  EXPECT_EQ(ClassifyDrip(S(9.12, 9.55, false, 6.76), f.ref_us, f.cand_us), DripFinding::kConsistent);
+  EXPECT_EQ(FreeTimes({}, {1.0}).ref_us, 0);
+}
+
 TEST(DripCheck, ShortDripBatchesAreInconclusive) {
   DripSample s = S(45, 46, false);
   EXPECT_EQ(ClassifyDrip(s, 35, 10), DripFinding::kSlow);

@@ -107,7 +107,15 @@ bool Judge::Timing() {
     }
     const bool timed = j >= 0;
     const bool is_short = shorts.count(j) > 0;
-    const bool is_probe = probes.count(j) > 0 && !cand_spans.empty();
+    // A probe drawn before any long batch gave the candidate's span moves to
+    // the next free batch, so the count of timed samples stays the same.
+    if (probes.count(j) > 0 && cand_spans.empty()) {
+      probes.erase(j);
+      int k = j + 1;
+      while (shorts.count(k) > 0 || probes.count(k) > 0 || drip.count(k) > 0) ++k;
+      probes.insert(k);
+    }
+    const bool is_probe = probes.count(j) > 0;
     const uint32_t len = drip.count(j) > 0 ? std::min(batch_len, kDripCalls)
                          : is_short         ? short_len
                                             : batch_len;
