@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "common/logging.h"
 #include "common/net.h"
 #include "common/status.h"
@@ -93,7 +94,23 @@ absl::StatusOr<std::unique_ptr<ExecutorServer>> ExecutorServer::Start(const Exec
   }
   // Disjoint CPUs per GPU and one shared lane (host evaluations, compiles):
   // concurrent evaluations never share the CPUs their ranks are timed on.
-  s->runtime_->SetCpuLanes(CpuLanes(CpuTopology::Probe(s->devices_->gpus()), s->devices_->gpus()));
+  {
+    const CpuTopology topology = CpuTopology::Probe(s->devices_->gpus());
+    s->runtime_->SetCpuLanes(CpuLanes(topology, s->devices_->gpus()));
+    const CpuLanes& lanes = s->runtime_->cpu_lanes();
+    if (!s->devices_->gpus().empty()) {
+      std::string what;
+      for (int g : s->devices_->gpus())
+        what += absl::StrCat(" GPU ", g, ": ", absl::StrJoin(lanes.For({g}), ","), ";");
+      if (lanes.shared().empty())
+        spdlog::warn("CPU lanes: {} CPUs are too few for {} GPUs and a shared lane: concurrent "
+                     "evaluations share CPUs (their timings disturb each other)",
+                     topology.cpus.size(), s->devices_->gpus().size());
+      else
+        spdlog::info("CPU lanes:{} shared (host evaluations, compiles): {}", what,
+                     absl::StrJoin(lanes.shared(), ","));
+    }
+  }
   cc.cpus = s->runtime_->cpu_lanes().shared();
   ASSIGN_OR_RETURN(s->compiler_, Compiler::Create(cc, s->sandbox_.get()));
   s->devices_->SetToolkit(s->compiler_->CompilerVersion(v1::BACKEND_CUDA), sandbox_mode, sandbox_detail);
