@@ -640,9 +640,9 @@ bool RankPool::CandPausedRound(
 
 bool RankPool::RefTimedRound(const Cmd& cmd, v1::Phase phase, std::vector<Reply>* replies,
                              int64_t* wall_ns) {
-  // cuda: the same sequence as the candidate's: stopped, continued just
-  // before the command, stopped again to end the clock (the wake-up from a
-  // stop costs both sides alike; measured on the H200). Not on the host:
+  // cuda: the same sequence as the candidate's: stopped, the command written,
+  // continued, stopped again to end the clock (the wake-up from a stop costs
+  // both sides alike; measured on the H200). Not on the host:
   // there the stop and continue right before the batch cost the reference
   // ranks their claim to a CPU shared with another busy process, so the stop
   // that ends their clock waited for that process's whole time slice
@@ -651,16 +651,21 @@ bool RankPool::RefTimedRound(const Cmd& cmd, v1::Phase phase, std::vector<Reply>
   // identical candidate read 5.7-12.6x with it and 0.80-0.95x without (idle:
   // 0.82-0.91x and 0.89-0.95x, world 3 0.99-1.00x and 0.96-1.00x).
   absl::Status st;
+  int64_t t_send = 0;
   if (Cuda()) {
     st = ref_tree_.Freeze(MonotonicNs() + kFreezeLimitNs);
     if (!st.ok()) {
       out_->HarnessFault(fmt::format("stopping the reference ranks: {}", std::string(st.message())));
       return false;
     }
-    ref_tree_.Thaw();
+    ref_tree_.Thaw([&] {
+      t_send = MonotonicNs();
+      Send(refs_, cmd);
+    });
+    if (!CollectRound(refs_, cmd.op, phase, t_send, replies, wall_ns)) return false;
+  } else if (!RoundCmd(refs_, cmd, phase, replies, wall_ns, &t_send)) {
+    return false;
   }
-  int64_t t_send = 0;
-  if (!RoundCmd(refs_, cmd, phase, replies, wall_ns, &t_send)) return false;
   const int64_t t_recv = MonotonicNs();
   st = ref_tree_.Freeze(MonotonicNs() + kFreezeLimitNs);
   if (cmd.op == kOpBatch) Diag("ref", t_send, t_recv, ref_tree_.stopped_at_ns(), *replies);
