@@ -168,6 +168,16 @@ TEST(Verdict, OfficialTimeIsThe75thPercentileWhenBatchesAreFlagged) {
   EXPECT_FALSE(out.Failed("batch_consistency"));
 }
 
+// host: beside other load, the reference's batches of ~0.1 ms read 1.1 or
+// 24-28 us a call (a time slice landed in them): those run again; ordinary
+// spread does not.
+TEST(Verdict, OnlyAReferenceBatchOverTwiceItsFastestRunsAgain) {
+  EXPECT_TRUE(ReferenceBatchDisturbed(24.4, 1.1));
+  EXPECT_TRUE(ReferenceBatchDisturbed(2.3, 1.1));
+  EXPECT_FALSE(ReferenceBatchDisturbed(1.5, 1.1));
+  EXPECT_FALSE(ReferenceBatchDisturbed(35.0, 0));  // no fastest yet
+}
+
 // Every probe or drip batch inconclusive (starved): nothing judged, and the
 // check says so (a flag), never a silent pass (red team round 8: a spinner
 // process made every drip batch read starved).

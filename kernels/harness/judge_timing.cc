@@ -447,11 +447,32 @@ bool Judge::TimedPair(const Cmd& batch, int j, bool ref_first, v1::Phase ph, Bat
     }
     if (Cuda() && !pool_.RoundCmd(pool_.refs(), sw, ph, &r)) return false;
     if (ref_turn) {
-      const MainThreadWait ref_wait(pool_.refs());
-      if (!pool_.RefTimedRound(batch, ph, &r, &wall)) return false;
+      // host: a batch another process's time slice landed in runs again
+      // (kRefDisturbed); its fastest try counts.
+      double* fastest = Cuda() ? nullptr : &fastest_ref_per_call_[batch.count];
+      for (int attempt = 0;; ++attempt) {
+        const MainThreadWait ref_wait(pool_.refs());
+        std::vector<Reply> tr;
+        int64_t try_wall = 0;
+        if (!pool_.RefTimedRound(batch, ph, &tr, &try_wall)) return false;
+        if (attempt == 0 || try_wall < wall) {
+          wall = try_wall;
+          r = std::move(tr);
+          ref_share = ref_wait.Share(try_wall);
+        }
+        const double per_call = static_cast<double>(wall) / std::max<uint32_t>(batch.count, 1);
+        if (fastest == nullptr || attempt == kRefRetries ||
+            !ReferenceBatchDisturbed(per_call, *fastest))
+          break;
+        ++samples_.ref_reruns;
+      }
+      ++samples_.ref_batches;
+      if (fastest != nullptr) {
+        const double per_call = static_cast<double>(wall) / std::max<uint32_t>(batch.count, 1);
+        *fastest = *fastest <= 0 ? per_call : std::min(*fastest, per_call);
+      }
       w->ref_wall = wall / 1e3;
       w->ref_rep = span(r);
-      ref_share = ref_wait.Share(wall);
       last_ref_wall_us_ = w->ref_wall;
       if (Cuda() &&
           !checks_.ReferenceIdleProbe(ph, fmt::format("after the reference's timed batch {}", j)))
@@ -511,6 +532,11 @@ void Judge::Finish() {
   checks_.BatchConsistency(samples_);
   if (out_.undecided()) checks_.BatchProgress(samples_);
   if (out_.undecided()) checks_.BatchDrip(samples_);
+  if (samples_.ref_reruns > 0)
+    out_.result().add_flags(fmt::format(
+        "reference timed batches run again {} times over {} batches (over {}x its fastest per "
+        "call: another process shared the ranks' CPUs; each counted at its fastest try)",
+        samples_.ref_reruns, samples_.ref_batches, kRefDisturbed));
   // Batches whose calls were not all done alike (a flag above): the speedup
   // is taken at the candidate's 75th percentile (OfficialCandidateTime).
   const bool flagged = out_.Failed("batch_progress") || out_.Failed("batch_drip") ||

@@ -35,6 +35,10 @@ double OfficialCandidateTime(const std::vector<double>& cand_us, bool batches_fl
   return pkforge::Quantile(cand_us, batches_flagged ? 0.75 : 0.5);
 }
 
+bool ReferenceBatchDisturbed(double per_call, double fastest) {
+  return fastest > 0 && per_call > kRefDisturbed * fastest;
+}
+
 double MeasureMemcpyGbps() {
   const size_t n = 32u << 20;
   std::vector<char> a(n, 1), b(n, 2);

@@ -55,6 +55,9 @@ struct TimingSamples {
   uint32_t short_len = 0;  // calls per short batch
   uint32_t batch = 1;      // calls per timed batch
   double overhead_us = 0;  // the reference side's smallest empty round trip
+  // host: reference timed batches run again (kRefDisturbed in
+  // judge_internal.h), and how many were timed.
+  int ref_reruns = 0, ref_batches = 0;
 };
 
 // Statistics of the official times, and the medians of what the ranks
@@ -80,6 +83,12 @@ TimingSummary SummarizeTiming(const TimingSamples& s, int iters,
 // candidate flagged under load gets a slightly slower time, and the flag
 // says why. Pure.
 double OfficialCandidateTime(const std::vector<double>& cand_us, bool batches_flagged);
+
+// host: a reference timed batch at `per_call` (judge's clock, any unit) is
+// run again when over kRefDisturbed times the fastest of its length so far
+// (`fastest` <= 0: none yet; judge_internal.h kRefRetries). Pure.
+inline constexpr double kRefDisturbed = 2.0;
+bool ReferenceBatchDisturbed(double per_call, double fastest);
 
 // Host "interconnect" and memory ceiling: best of a few large memcpys, GB/s.
 double MeasureMemcpyGbps();
