@@ -68,8 +68,9 @@ typedef struct pkf_context {
    host backend starting any process at all (fork, vfork, posix_spawn,
    system, popen; in pkf_setup, pkf_run or pkf_teardown) kills the rank:
    CHEAT_DETECTED (outlived_call). Kernel timers
-   that outlive a stop (timerfd_create, timer_create, io_uring_setup,
-   io_setup) fail with EPERM on the host backend. */
+   that outlive a stop (timerfd_create, timer_create, setitimer, alarm,
+   io_uring_setup, io_setup) and sockets other than AF_UNIX fail with EPERM
+   on the host backend. */
 int pkf_run(pkf_context* ctx, const pkf_tensor* in, int32_t n_in, pkf_tensor* out, int32_t n_out,
             void* stream);
 
