@@ -1,5 +1,8 @@
 #include "common/files.h"
 
+#include <dirent.h>
+
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -17,6 +20,19 @@ absl::StatusOr<std::string> ReadFileToString(const std::string& path) {
   ss << in.rdbuf();
   if (in.bad()) return absl::NotFoundError(absl::StrCat("cannot read ", path, ": read failed"));
   return ss.str();
+}
+
+std::vector<std::string> ListDirSorted(const std::string& dir) {
+  std::vector<std::string> names;
+  if (DIR* d = opendir(dir.c_str())) {
+    while (const dirent* e = readdir(d)) {
+      std::string name = e->d_name;
+      if (name != "." && name != "..") names.push_back(std::move(name));
+    }
+    closedir(d);
+  }
+  std::sort(names.begin(), names.end());
+  return names;
 }
 
 RemoveTreeOnExit::~RemoveTreeOnExit() {

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <vector>
 
 namespace pkforge {
 namespace {
@@ -22,6 +23,19 @@ TEST(ReadFileToString, WholeFileBytesOrAnErrorNamingThePath) {
   ASSERT_FALSE(missing.ok());
   EXPECT_EQ(missing.status().code(), absl::StatusCode::kNotFound);
   EXPECT_NE(missing.status().message().find(path), std::string::npos);
+}
+
+// Sorted names (PCI addresses under /proc/driver/nvidia/gpus sort in bus
+// order), without "." and ".."; a missing folder is empty.
+TEST(ListDirSorted, SortedNamesOrNothing) {
+  const std::string dir = testing::TempDir() + "/pkf_list_dir_test";
+  std::filesystem::remove_all(dir);
+  EXPECT_TRUE(ListDirSorted(dir).empty());
+  std::filesystem::create_directories(dir + "/0000:c1:00.0");
+  for (const char* n : {"0000:18:00.0", "0000:9a:00.0", ".hidden"}) std::ofstream(dir + "/" + n) << "x";
+  EXPECT_EQ(ListDirSorted(dir),
+            (std::vector<std::string>{".hidden", "0000:18:00.0", "0000:9a:00.0", "0000:c1:00.0"}));
+  std::filesystem::remove_all(dir);
 }
 
 TEST(RemoveTreeOnExit, RemovesTheTreeButNotWhatALinkInsidePointsAt) {

@@ -1,26 +1,25 @@
 #include "executor/cpu_lanes.h"
 
-#include <dirent.h>
 #include <sched.h>
 
 #include <algorithm>
-#include <fstream>
-#include <iterator>
 #include <set>
 #include <string>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "common/files.h"
 
 namespace pkforge::executor {
 namespace {
 
+// The file's first line, trimmed; empty when it cannot be read.
 std::string ReadLine(const std::string& path) {
-  std::ifstream in(path);
-  std::string line;
-  std::getline(in, line);
-  return std::string(absl::StripAsciiWhitespace(line));
+  auto text = ReadFileToString(path);
+  if (!text.ok()) return "";
+  const absl::string_view first = absl::string_view(*text).substr(0, text->find('\n'));
+  return std::string(absl::StripAsciiWhitespace(first));
 }
 
 // "0-3,8,10-11" -> {0,1,2,3,8,10,11}; malformed parts are skipped.
@@ -39,17 +38,6 @@ std::vector<int> ParseCpuList(const std::string& list) {
   return out;
 }
 
-std::vector<std::string> SortedEntries(const std::string& dir) {
-  std::vector<std::string> names;
-  if (DIR* d = opendir(dir.c_str())) {
-    while (dirent* e = readdir(d))
-      if (e->d_name[0] != '.') names.emplace_back(e->d_name);
-    closedir(d);
-  }
-  std::sort(names.begin(), names.end());
-  return names;
-}
-
 }  // namespace
 
 CpuTopology CpuTopology::Probe(const std::vector<int>& gpus) {
@@ -58,7 +46,7 @@ CpuTopology CpuTopology::Probe(const std::vector<int>& gpus) {
   CPU_ZERO(&set);
   if (sched_getaffinity(0, sizeof set, &set) != 0) return t;
   std::map<int, int> node_of;
-  for (const std::string& n : SortedEntries("/sys/devices/system/node")) {
+  for (const std::string& n : ListDirSorted("/sys/devices/system/node")) {
     int node = 0;
     if (n.rfind("node", 0) != 0 || !absl::SimpleAtoi(n.substr(4), &node)) continue;
     for (int c : ParseCpuList(ReadLine("/sys/devices/system/node/" + n + "/cpulist")))
@@ -72,7 +60,7 @@ CpuTopology CpuTopology::Probe(const std::vector<int>& gpus) {
     if (!siblings.empty()) cpu.core = *std::min_element(siblings.begin(), siblings.end());
     t.cpus.push_back(cpu);
   }
-  const std::vector<std::string> buses = SortedEntries("/proc/driver/nvidia/gpus");
+  const std::vector<std::string> buses = ListDirSorted("/proc/driver/nvidia/gpus");
   for (int g : gpus) {
     if (g < 0 || g >= static_cast<int>(buses.size())) continue;
     int node = -1;

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "absl/strings/ascii.h"
+#include "common/files.h"
 #include "absl/strings/numbers.h"
 
 namespace pkforge::sandbox {
@@ -85,27 +86,12 @@ HostLayout ProbeHostLayout() {
 
 namespace {
 
-// Entries of `dir` (names only, without "." and ".."), sorted; empty when
-// the directory does not exist.
-std::vector<std::string> ListDir(const std::string& dir) {
-  std::vector<std::string> names;
-  if (DIR* d = opendir(dir.c_str())) {
-    while (struct dirent* e = readdir(d)) {
-      std::string name = e->d_name;
-      if (name != "." && name != "..") names.push_back(std::move(name));
-    }
-    closedir(d);
-  }
-  std::sort(names.begin(), names.end());
-  return names;
-}
-
 // The device minor of every GPU the driver knows, in PCI address order
 // (directory names such as "0000:18:00.0" sort that way: fixed-width
 // lower-case hex). Empty when the driver directory is absent.
 absl::StatusOr<std::vector<int>> DriverMinors(const std::string& driver_gpus_dir) {
   std::vector<int> minors;
-  for (const std::string& bus : ListDir(driver_gpus_dir)) {
+  for (const std::string& bus : ListDirSorted(driver_gpus_dir)) {
     const std::string info_path = driver_gpus_dir + "/" + bus + "/information";
     std::ifstream in(info_path);
     std::string line;
@@ -147,7 +133,7 @@ absl::StatusOr<std::vector<DeviceBind>> GpuDeviceBinds(const SandboxPolicy& poli
     binds.push_back({dev_dir + "/" + name, "/dev/" + name});
   };
   if (policy.gpus.empty()) {  // every GPU: the operator's explicit choice
-    for (const std::string& name : ListDir(dev_dir)) {
+    for (const std::string& name : ListDirSorted(dev_dir)) {
       if (name.rfind("nvidia", 0) == 0) bind(name);
     }
     return binds;
