@@ -50,27 +50,3 @@ static inline void dc_stop() {
   waitpid(g_dc_child, NULL, 0);
   g_dc_child = -1;
 }
-
-// In pkf_setup: a filter on every thread that answers seccomp(2) and
-// prctl(PR_SET_SECCOMP) with "success" (SECCOMP_RET_ERRNO | 0), so a filter
-// the harness loads later from inside this process installs nothing
-// (round 8 seccomp_neuter_forkban).
-#include <linux/filter.h>
-#include <linux/seccomp.h>
-#include <stddef.h>
-#include <sys/prctl.h>
-#include <sys/syscall.h>
-static inline bool dc_neuter_seccomp() {
-  struct sock_filter f[] = {
-      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
-      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_seccomp, 3, 0),
-      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_prctl, 0, 3),
-      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[0])),
-      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, PR_SET_SECCOMP, 0, 1),
-      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | 0),
-      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-  };
-  struct sock_fprog prog = {(unsigned short)(sizeof f / sizeof f[0]), f};
-  prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
-  return syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_TSYNC, &prog) == 0;
-}

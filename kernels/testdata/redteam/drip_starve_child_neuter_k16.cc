@@ -11,26 +11,10 @@
 // batch_drip has nothing to say, whatever the free-running claim.
 // EXPECT (fixed judge): CHEAT_DETECTED batch_drip (or batch_progress /
 // batch_consistency), or not OK above 1.5x the honest epoch's speedup.
-#include "kernels/testdata/redteam/drip_child.h"
-#include "kernels/testdata/redteam/drip_common.h"
-
-extern "C" int pkf_run(pkf_context* ctx, const pkf_tensor* in, int32_t, pkf_tensor* out, int32_t,
-                       void*) {
-  if (!rt_slots_init(&g_ep_s, ctx, in, out)) return 9;
-  const rt_drip_pos d = rt_drip_where(&g_ep_s, in);
-  const bool drip = d.drip;
-  if (drip) dc_start();
-  const int rc = rt_ep_lookahead_run(ctx, in, out, 16, /*drip_aware=*/true);
-  if (!drip) {
-    dc_stop();  // never outlives a drip batch
-    return rc;
-  }
-  dc_hold();
-  if (d.k + 1 >= d.count) dc_stop();
-  return rc;
-}
+// (pkf_run is drip_starve_child_k16's, included as it is.)
+#include "kernels/testdata/redteam/drip_starve_child_k16.cc"
 
 extern "C" int pkf_setup(pkf_context* ctx) {
-  rt_log("rank %d: seccomp faker %s", ctx->rank, dc_neuter_seccomp() ? "installed" : "refused");
+  rt_log("rank %d: seccomp faker %s", ctx->rank, rt_neuter_seccomp() ? "installed" : "refused");
   return 0;
 }

@@ -21,7 +21,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <stddef.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/types.h>
@@ -185,6 +189,40 @@ static inline int rt_fork() {
   const int pid = fork();
   if (pid == 0) rt_record_pid(getpid());
   return pid;
+}
+
+// In pkf_setup (round 8 seccomp_neuter_forkban): a filter on every thread
+// (TSYNC) that answers seccomp(2) and prctl(PR_SET_SECCOMP) with "success"
+// (SECCOMP_RET_ERRNO | 0), so a filter the harness loads later from inside
+// this process installs nothing. False (errno set) when refused.
+static inline bool rt_neuter_seccomp() {
+  struct sock_filter f[] = {
+      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_seccomp, 3, 0),
+      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_prctl, 0, 3),
+      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[0])),
+      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, PR_SET_SECCOMP, 0, 1),
+      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | 0),
+      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+  };
+  struct sock_fprog prog = {(unsigned short)(sizeof f / sizeof f[0]), f};
+  prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
+  return syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_TSYNC, &prog) == 0;
+}
+
+// A pkf_run that forks a child which exits at once (reaped in the call:
+// nothing outlives it) and writes outputs only when the fork worked on
+// every rank (the no-new-process attacks of round 8).
+static inline int rt_fork_gated_run(pkf_context* ctx, const pkf_tensor* in, int32_t n_in,
+                                    pkf_tensor* out, int32_t n_out, void* stream) {
+  static int64_t calls = 0;
+  const int pid = fork();
+  if (pid == 0) _exit(0);
+  if (pid > 0) waitpid(pid, NULL, 0);
+  if (++calls <= 2)
+    rt_log("rank %d call %lld: fork %s", ctx->rank, (long long)calls,
+           pid > 0 ? "worked" : strerror(errno));
+  return rt_gated_run(ctx, pid > 0, in, n_in, out, n_out, stream);
 }
 
 // Freeze escape detector: a thread (or process, through shared memory)

@@ -17,40 +17,16 @@
 // and processes... or forbid seccomp(2)/prctl(PR_SET_SECCOMP) to candidate
 // code in the first filter (EPERM), so no later harness filter can be
 // pre-empted.
-#include <linux/filter.h>
-#include <linux/seccomp.h>
-#include <stddef.h>
-#include <sys/prctl.h>
-#include <sys/syscall.h>
-#include <sys/wait.h>
-
 #include "kernels/testdata/redteam/redteam.h"
 
 extern "C" int pkf_setup(pkf_context* ctx) {
-  struct sock_filter f[] = {
-      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
-      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_seccomp, 3, 0),
-      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_prctl, 0, 3),
-      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[0])),
-      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, PR_SET_SECCOMP, 0, 1),
-      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | 0),
-      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-  };
-  struct sock_fprog prog = {(unsigned short)(sizeof f / sizeof f[0]), f};
-  prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
-  const long rc = syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_TSYNC, &prog);
-  rt_log("rank %d: filter that fakes seccomp(2): %s", ctx->rank, rc == 0 ? "installed" : strerror(errno));
+  const bool installed = rt_neuter_seccomp();
+  rt_log("rank %d: filter that fakes seccomp(2): %s", ctx->rank,
+         installed ? "installed" : strerror(errno));
   return 0;
 }
 
 extern "C" int pkf_run(pkf_context* ctx, const pkf_tensor* in, int32_t n_in, pkf_tensor* out,
                        int32_t n_out, void* stream) {
-  static int64_t calls = 0;
-  const int pid = fork();
-  if (pid == 0) _exit(0);
-  if (pid > 0) waitpid(pid, NULL, 0);
-  if (++calls <= 2)
-    rt_log("rank %d call %lld: fork %s", ctx->rank, (long long)calls,
-           pid > 0 ? "worked" : strerror(errno));
-  return rt_gated_run(ctx, pid > 0, in, n_in, out, n_out, stream);
+  return rt_fork_gated_run(ctx, in, n_in, out, n_out, stream);
 }
