@@ -450,6 +450,7 @@ bool Judge::TimedPair(const Cmd& batch, int j, bool ref_first, v1::Phase ph, Bat
       // host: a batch another process's time slice landed in runs again
       // (kRefDisturbed); its fastest try counts.
       double* fastest = Cuda() ? nullptr : &fastest_ref_per_call_[batch.count];
+      double per_call = 0;  // of the fastest try
       for (int attempt = 0;; ++attempt) {
         const MainThreadWait ref_wait(pool_.refs());
         std::vector<Reply> tr;
@@ -460,17 +461,14 @@ bool Judge::TimedPair(const Cmd& batch, int j, bool ref_first, v1::Phase ph, Bat
           r = std::move(tr);
           ref_share = ref_wait.Share(try_wall);
         }
-        const double per_call = static_cast<double>(wall) / std::max<uint32_t>(batch.count, 1);
+        per_call = static_cast<double>(wall) / std::max<uint32_t>(batch.count, 1);
         if (fastest == nullptr || attempt == kRefRetries ||
             !ReferenceBatchDisturbed(per_call, *fastest))
           break;
         ++samples_.ref_reruns;
       }
       ++samples_.ref_batches;
-      if (fastest != nullptr) {
-        const double per_call = static_cast<double>(wall) / std::max<uint32_t>(batch.count, 1);
-        *fastest = *fastest <= 0 ? per_call : std::min(*fastest, per_call);
-      }
+      if (fastest != nullptr) *fastest = *fastest <= 0 ? per_call : std::min(*fastest, per_call);
       w->ref_wall = wall / 1e3;
       w->ref_rep = span(r);
       last_ref_wall_us_ = w->ref_wall;
