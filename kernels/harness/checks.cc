@@ -70,14 +70,19 @@ bool AntiCheat::ProcessCheck(const std::string& when) {
 // stops the candidate's CPU side, not kernels it queued; a kernel still
 // running (a hog that would slow the reference, or work finishing after the
 // judge's clock stopped) makes a trusted empty kernel wait for a time slice.
+bool AntiCheat::IdleRound(v1::Phase phase, int64_t* worst) {
+  std::vector<Reply> r;
+  if (!pool_->Round(pool_->refs(), kOpIdle, 0, 0, phase, &r)) return false;
+  *worst = 0;
+  for (const Reply& x : r) *worst = std::max<int64_t>(*worst, static_cast<int64_t>(x.value));
+  return true;
+}
+
 bool AntiCheat::IdleCheck(v1::Phase phase, const std::string& when) {
   if (!Cuda()) return true;
   int64_t worst = 0;
   for (int attempt = 0; attempt < 2; ++attempt) {
-    std::vector<Reply> r;
-    if (!pool_->Round(pool_->refs(), kOpIdle, 0, 0, phase, &r)) return false;
-    worst = 0;
-    for (const Reply& x : r) worst = std::max<int64_t>(worst, static_cast<int64_t>(x.value));
+    if (!IdleRound(phase, &worst)) return false;
     if (attempt == 0) idle_ns_.push_back(worst);
     if (worst <= kLingerLimitNs) return true;
   }
@@ -91,10 +96,8 @@ bool AntiCheat::IdleCheck(v1::Phase phase, const std::string& when) {
 
 bool AntiCheat::ReferenceIdleProbe(v1::Phase phase, const std::string& when) {
   if (!Cuda()) return true;
-  std::vector<Reply> r;
-  if (!pool_->Round(pool_->refs(), kOpIdle, 0, 0, phase, &r)) return false;
   int64_t worst = 0;
-  for (const Reply& x : r) worst = std::max<int64_t>(worst, static_cast<int64_t>(x.value));
+  if (!IdleRound(phase, &worst)) return false;
   ref_idle_ns_.push_back(worst);
   if (worst <= kLingerLimitNs) return true;
   out_->Cheat("outlived_call",

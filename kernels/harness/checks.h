@@ -107,6 +107,9 @@ class AntiCheat {
 
  private:
   bool Cuda() const { return o_.backend == "cuda"; }
+  // cuda: one round of the judge's empty kernel on the reference ranks; the
+  // longest wait into *worst. False when the evaluation has ended.
+  bool IdleRound(v1::Phase phase, int64_t* worst);
 
   const LaunchOptions& o_;
   // cuda: how long the judge's empty kernel waited on each idle probe's

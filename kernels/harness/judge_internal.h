@@ -49,8 +49,8 @@ constexpr int kProgressProbes = 3;
 constexpr int kProbeAfter = 1;
 constexpr int kExtraProbes = 6;
 // host: a reference timed batch over kRefDisturbed (verdict.h) times the
-// fastest of its length per call is run again, up to kRefRetries times, and counts at its
-// fastest try: another process's time slice (~3 ms) that lands in a
+// fastest of its length per call is run again, up to kRefRetries times, and
+// counts at its fastest try: another process's time slice (~3 ms) that lands in a
 // reference batch of ~0.1-1 ms makes it 20x slower, and the median of six
 // such samples then follows which ones it hit (with other tests beside the
 // ranks' CPU, identical code read 0.3x to 13x). Only the reference's: a
