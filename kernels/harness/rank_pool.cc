@@ -573,21 +573,24 @@ bool RankPool::Thaw(const std::function<void()>& before_continue) {
   return true;
 }
 
+// The command goes out while the candidate is still stopped, its clock
+// starting then (*t_send); the SIGCONT follows (Thaw's before_continue). A
+// failed send shows as a dead rank in Collect, as in RoundCmd.
+bool RankPool::CommandThenThaw(const Cmd& cmd, int64_t* t_send) {
+  return Thaw([&] {
+    *t_send = MonotonicNs();
+    Send(cands_, cmd);
+  });
+}
+
 // The candidate's clock runs from the command until every candidate process
 // is verified stopped, not until its replies arrive: a candidate that replies
 // early and keeps working is still being timed (and is frozen mid-work, which
 // the snapshot shows).
 bool RankPool::CandRound(const Cmd& cmd, v1::Phase phase, std::vector<Reply>* replies,
                          int64_t* wall_ns, bool refreeze) {
-  // The command goes out while the candidate is still stopped, its clock
-  // starting then; the SIGCONT follows (Thaw's before_continue).
-  // (A failed send shows as a dead rank in Collect, as in RoundCmd.)
   int64_t t_send = 0;
-  if (!Thaw([&] {
-        t_send = MonotonicNs();
-        Send(cands_, cmd);
-      }))
-    return false;
+  if (!CommandThenThaw(cmd, &t_send)) return false;
   const bool ok = CollectRound(cands_, cmd.op, phase, t_send, replies, wall_ns);
   if (!ok || !refreeze) return ok;
   const int64_t t_recv = MonotonicNs();
@@ -603,11 +606,7 @@ bool RankPool::CandPausedRound(
     const std::function<bool(int64_t frozen_after_ns, bool pending)>& while_frozen,
     std::vector<Reply>* replies) {
   int64_t t_send = 0;
-  if (!Thaw([&] {
-        t_send = MonotonicNs();
-        Send(cands_, cmd);
-      }))
-    return false;
+  if (!CommandThenThaw(cmd, &t_send)) return false;
   // Until the pause, or until every candidate rank has a reply waiting.
   std::vector<bool> ready(cands_.size(), false);
   auto all_ready = [&] { return std::all_of(ready.begin(), ready.end(), [](bool b) { return b; }); };

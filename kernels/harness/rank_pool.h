@@ -126,6 +126,9 @@ class RankPool {
   bool Freeze(v1::Phase phase);
   // before_continue: see CandidateProcesses::Thaw.
   bool Thaw(const std::function<void()>& before_continue = nullptr);
+  // `cmd` to the still-stopped candidate ranks, then Thaw; *t_send: when it
+  // was sent (the start of the candidate's clock).
+  bool CommandThenThaw(const Cmd& cmd, int64_t* t_send);
 
   // Teardown: waits (bounded) until every candidate rank has exited and
   // reaps it.
