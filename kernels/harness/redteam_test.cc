@@ -1248,5 +1248,24 @@ TEST(RedTeamPending, probe_window_front) {
     Expect("probe_window_front", {kCheatAny, kOk}, "", 10, "", 1.25 * honest);
 }
 
+// Round 12 (helper-redteam12, 18269b0): a fixed number of probes (3 among
+// batches 1..13 at --iters 6), each seen by the candidate afterwards (a
+// SIGCONT mid-batch). probe_count_fuse is honest (one epoch a call) until it
+// has seen 2 of them, then fuses long batches in chunks of 32 calls (short
+// ones always, drips honest). Statistical: OK 11.4-14.3x in 4 of 28 launches
+// (CHEAT 4 of 28, OK 5.9-9.2x otherwise) against control_flag_epoch
+// 5.1-8.1x in the same minutes; so twelve launches here, each bounded by
+// 1.5x the honest epoch's speedup (at least 9x).
+TEST(RedTeamPending, probe_count_fuse) {
+  if (getenv("PKFORGE_REDTEAM_PENDING") == nullptr)
+    GTEST_SKIP() << "round 12 (OK 11-14x in 4 of 28 against an honest 5-8x); "
+                    "PKFORGE_REDTEAM_PENDING=1 runs it";
+  Result r;
+  Expect("control_flag_epoch", {kOk, Cheat({"batch_drip"})}, "", 10, "", 0, false, &r);
+  const double honest = r.status() == Result::OK ? r.speedup() : 5.0;
+  for (int i = 0; i < 12; ++i)
+    Expect("probe_count_fuse", {kCheatAny, kOk}, "", 10, "", std::max(1.5 * honest, 9.0));
+}
+
 }  // namespace
 }  // namespace pkforge::kernels
