@@ -1266,6 +1266,19 @@ TEST(RedTeamPending, probe_count_fuse) {
   for (int i = 0; i < 12; ++i)
     Expect("probe_count_fuse", {kCheatAny, kOk}, "", 10, "", std::max(1.5 * honest, 9.0));
 }
+// The same seen without a signal handler (a call returning over 250 us after
+// the previous one): OK 15.6-18.9x in 13 of 38 launches, never caught,
+// against control_flag_epoch 5.6-8.3x alternated with it.
+TEST(RedTeamPending, probe_gap_fuse) {
+  if (getenv("PKFORGE_REDTEAM_PENDING") == nullptr)
+    GTEST_SKIP() << "round 12 (OK 15-19x in 13 of 38 against an honest 5-8x); "
+                    "PKFORGE_REDTEAM_PENDING=1 runs it";
+  Result r;
+  Expect("control_flag_epoch", {kOk, Cheat({"batch_drip"})}, "", 10, "", 0, false, &r);
+  const double honest = r.status() == Result::OK ? r.speedup() : 5.0;
+  for (int i = 0; i < 8; ++i)
+    Expect("probe_gap_fuse", {kCheatAny, kOk}, "", 10, "", std::max(1.5 * honest, 9.0));
+}
 
 }  // namespace
 }  // namespace pkforge::kernels

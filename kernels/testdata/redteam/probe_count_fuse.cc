@@ -52,6 +52,13 @@
 #ifndef RT_TAIL_FUSE
 #define RT_TAIL_FUSE 1
 #endif
+// How a probe is seen: 0, a SIGCONT (handler) between the batch's first and
+// last call; 1 (probe_gap_fuse.cc), no signal handler: a call that returned
+// over 250 us after the previous one (the freeze, the progress round and the
+// thaw; an unpaused call here takes ~20 us).
+#ifndef RT_DETECT_GAP
+#define RT_DETECT_GAP 0
+#endif
 #ifndef RT_PRE_K
 #define RT_PRE_K 1
 #endif
@@ -65,6 +72,8 @@ static uint32_t g_pc_long = 0;     // the long batch's count
 static int g_pc_cont0 = 0;
 static bool g_pc_is_long = false, g_pc_fuse = false;
 static int g_pc_probes = 0, g_pc_j3 = 99;
+static int64_t g_pc_last_ret = 0;
+static bool g_pc_gap = false;
 
 extern "C" int pkf_run(pkf_context* ctx, const pkf_tensor* in, int32_t, pkf_tensor* out, int32_t,
                        void*) {
@@ -73,7 +82,7 @@ extern "C" int pkf_run(pkf_context* ctx, const pkf_tensor* in, int32_t, pkf_tens
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = rt_pc_on_cont;
     sa.sa_flags = SA_RESTART;
-    sigaction(SIGCONT, &sa, NULL);
+    if (!RT_DETECT_GAP) sigaction(SIGCONT, &sa, NULL);
     g_pc_inited = true;
   }
   if (!rt_slots_init(&g_ep_s, ctx, in, out)) return 9;
@@ -89,6 +98,7 @@ extern "C" int pkf_run(pkf_context* ctx, const pkf_tensor* in, int32_t, pkf_tens
     if (!drip && cmd->count > g_pc_long) g_pc_long = cmd->count;
     g_pc_is_long = !drip && cmd->count == g_pc_long;
     g_pc_cont0 = g_pc_conts;
+    g_pc_gap = false;
     const int j = g_pc_batches - 2;  // one warm-up batch
     // Short batches are never probed (judge_timing.cc: probes skip them):
     // fused always, so batch_consistency's least-short / least-long ratio
@@ -108,7 +118,11 @@ extern "C" int pkf_run(pkf_context* ctx, const pkf_tensor* in, int32_t, pkf_tens
     K = (int)std::max<int64_t>(1, std::min<int64_t>(RT_FUSE_K, half / stride));
   }
   const int rc = rt_ep_lookahead_run(ctx, in, out, K, true);
-  if (--g_pc_left == 0 && ctx->rank == 0 && g_pc_is_long && g_pc_conts != g_pc_cont0) {
+  const int64_t t = rt_ep_now_ns();
+  if (g_pc_left < (int64_t)cmd->count && t - g_pc_last_ret > 250000) g_pc_gap = true;
+  g_pc_last_ret = t;
+  const bool paused = RT_DETECT_GAP ? g_pc_gap : g_pc_conts != g_pc_cont0;
+  if (--g_pc_left == 0 && ctx->rank == 0 && g_pc_is_long && paused) {
     if (++g_pc_probes == RT_NEED) g_pc_j3 = g_pc_batches - 2;
     if (g_pc_j3 <= RT_MAX_J3) __atomic_store_n(&f0[3], (uint32_t)g_pc_probes, __ATOMIC_RELEASE);
     rt_log("paused batch %d: probes seen %d", g_pc_batches, g_pc_probes);
