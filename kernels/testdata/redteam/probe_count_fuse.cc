@@ -25,6 +25,11 @@
 // RT_NEED 2, chunks of 48, tail honest: OK 13.96-14.69x in 4 of 38, CHEAT
 // 15 of 38; RT_NEED 3: OK 16.58x once in 37, never caught. Statistical: a
 // win needs the probes early (most official samples after them).
+// Baseline for the counting (09:06, same host): RT_NEED 0 = every long batch
+// in chunks of 32, drips honest, no counting (drip_aware_epoch_k16's residual
+// at K 32): OK 10.7-21.2x in 16 of 20, CHEAT batch_progress 4 of 20. So the
+// chunked residual alone forges ~2.5x most of the time; counting the probes
+// (probe_gap_fuse.cc) trades wins for never being caught (0 of 48).
 // EXPECT (fixed judge, e.g. a secret number of probes, or probes that cannot
 // be counted): CHEAT_DETECTED, or OK below 1.5x the honest epoch's speedup.
 #include <signal.h>
