@@ -21,6 +21,7 @@
 #include "gtest/gtest.h"
 #include "kernels/harness/cuda_probe.h"
 #include "kernels/harness/problem.h"
+#include "kernels/harness/timing_schedule.h"
 #include "pkforge/v1/common.pb.h"
 
 namespace pkforge::kernels {
@@ -210,7 +211,10 @@ TEST(GpuEval, EveryNaiveCudaCandidateIsOk) {
       EXPECT_EQ(l.exit_code, 0);
       EXPECT_EQ(l.result.backend(), pkforge::v1::BACKEND_CUDA);
       EXPECT_EQ(l.result.correctness().trials_passed(), 2);
-      EXPECT_EQ(l.result.candidate().samples(), 6);
+      // --iters 6: 6 samples asked, a secret 0-2 more, and more while the
+      // progress probes are unsettled (timing_schedule.h).
+      EXPECT_GE(l.result.candidate().samples(), 6);
+      EXPECT_LE(l.result.candidate().samples(), 8 + TimingSchedule::kExtensionSlots);
       for (const char* c : {"timed_output_reverify", "input_mutation", "outlived_call",
                             "poison_unwritten", "wallclock_crosscheck", "reference_isolation"}) {
         const auto* chk = FindCheck(l.result, c);

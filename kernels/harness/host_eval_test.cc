@@ -19,6 +19,7 @@
 #include "google/protobuf/util/json_util.h"
 #include "kernels/harness/cuda_probe.h"
 #include "kernels/harness/problem.h"
+#include "kernels/harness/timing_schedule.h"
 #include "pkforge/v1/common.pb.h"
 
 namespace pkforge::kernels {
@@ -97,7 +98,10 @@ TEST(HostEval, EveryNaiveCandidateIsOkAtWorldSizes1To8) {
                                                << Describe(l);
       EXPECT_EQ(l.exit_code, 0);
       EXPECT_EQ(l.result.correctness().trials_passed(), 2);
-      EXPECT_EQ(l.result.candidate().samples(), 6);
+      // --iters 6: 6 samples asked, a secret 0-2 more, and more while the
+      // progress probes are unsettled (timing_schedule.h).
+      EXPECT_GE(l.result.candidate().samples(), 6);
+      EXPECT_LE(l.result.candidate().samples(), 8 + TimingSchedule::kExtensionSlots);
       // Every sample says which side ran first in its pair, opposite sides.
       ASSERT_EQ(l.result.candidate().first_in_pair_size(), l.result.candidate().samples_us_size());
       ASSERT_EQ(l.result.reference().first_in_pair_size(), l.result.candidate().first_in_pair_size());

@@ -42,12 +42,11 @@ using Result = v1::EvaluationResult;
 constexpr int kMaxInputSets = 128;
 // Short batches per timing phase, for AntiCheat::BatchConsistency.
 constexpr int kShortBatches = 2;
-// Progress-probed batches per timing phase (AntiCheat::BatchProgress), at
-// secret places after the first kProbeAfter timed batches, each paused at a
-// secret 30-70% of the candidate's fastest batch so far.
+// Progress probes (AntiCheat::BatchProgress): where they fall is the
+// TimingSchedule's (timing_schedule.h); each is paused at a secret 30-70% of
+// the candidate's fastest batch so far, and kProgressProbes conclusive ones
+// that agree settle the check (ProbesSettled).
 constexpr int kProgressProbes = 3;
-constexpr int kProbeAfter = 1;
-constexpr int kExtraProbes = 6;
 // host: a reference timed batch over kRefDisturbed (verdict.h) times the
 // fastest of its length per call is run again, up to kRefRetries times, and
 // counts at its fastest try: another process's time slice (~3 ms) that lands in a
@@ -61,9 +60,6 @@ constexpr int kRefRetries = 2;
 // Drip batches per timing phase (AntiCheat::BatchDrip; host), at secret
 // places among all timed batches.
 constexpr int kDripBatches = 3;
-// More drip batches, after the timed ones, while their findings are mixed
-// or too few are conclusive (as for the probes).
-constexpr int kExtraDrips = 3;
 
 // CPU time of the candidate ranks, ns: per rank, its live threads' (ns
 // resolution) or the whole process's with its exited threads (tick

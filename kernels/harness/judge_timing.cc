@@ -13,6 +13,7 @@
 #include "fmt/format.h"
 #include "kernels/harness/drip_check.h"
 #include "kernels/harness/judge_internal.h"
+#include "kernels/harness/timing_schedule.h"
 
 namespace pkforge::kernels::judge_internal {
 
@@ -56,35 +57,22 @@ bool Judge::Timing() {
   const uint32_t short_len = std::min(batch_len, std::max(16u, batch_len / 4));
   const bool with_shorts = short_len < batch_len;
   const int drips = Cuda() ? 0 : kDripBatches;
-  const int total = batches + (with_shorts ? kShortBatches : 0) + kProgressProbes + drips;
-  std::set<int> shorts, probes, drip;
-  while (with_shorts && static_cast<int>(shorts.size()) < kShortBatches)
-    shorts.insert(static_cast<int>(SecretSeed() % static_cast<uint64_t>(total)));
-  // Probes and drip batches may land on any timed batch a sample could come
-  // from: had they kept off the first ones, a candidate would fuse exactly
-  // those, which held most of the official samples (red team round 10
-  // probe_window_front: probes on j >= 5 only, OK 8-16x against an honest
-  // 7.5x). A probe needs the candidate's fastest long batch so far, so it
-  // comes after kProbeAfter of them (one drawn before any is lost and made
-  // up after the timed batches), never on a short one.
-  while (static_cast<int>(probes.size()) < kProgressProbes) {
-    const int j =
-        kProbeAfter + static_cast<int>(SecretSeed() % static_cast<uint64_t>(total - kProbeAfter));
-    if (shorts.count(j) == 0) probes.insert(j);
-  }
-  while (static_cast<int>(drip.size()) < drips) {
-    const int j = static_cast<int>(SecretSeed() % static_cast<uint64_t>(total));
-    if (shorts.count(j) == 0 && probes.count(j) == 0) drip.insert(j);
-  }
+  // Which batch is a sample, a short or drip batch or a progress probe is
+  // drawn from secret randomness as the phase goes (timing_schedule.h): the
+  // samples, short and drip batches in a secret order, a secret 0-2 more
+  // samples than asked, and before each sample slot after the first long
+  // batch a probe with the same secret chance whatever came before, so a
+  // candidate that sees probes afterwards cannot count its way to batches
+  // no probe can land on (red team round 12 probe_count_fuse).
+  TimingSchedule schedule({warm, batches, with_shorts ? kShortBatches : 0, drips}, SecretSeed);
   uint32_t next = 0;
   std::vector<double> ref_walls, cand_walls, cand_waits, cand_spans;  // us per timed batch
-  // Probes that end inconclusive (the stop fell before the candidate woke
-  // or after its batch ended: likely on batches of a few hundred us), or
-  // whose findings are mixed, are followed by extra probed batches after the
-  // timed ones, up to kExtraProbes, until ProbesSettled.
-  int extra = 0, extra_drips = 0;
+  int batches_run = 0;  // every batch but drip ones, warm-up included
+  auto probes_settled = [&] {
+    return ProbesSettled(samples_.progress, kProgressProbes, Cuda());
+  };
   auto drips_settled = [&] {
-    if (drips == 0 || cand_walls.empty() || extra_drips >= kExtraDrips) return true;
+    if (drips == 0 || cand_walls.empty()) return true;
     std::vector<double> r, c;
     for (double w : ref_walls) r.push_back(std::max(w - o, 0.0) / batch_len);
     for (double w : cand_walls) c.push_back(std::max(w - o, 0.0) / batch_len);
@@ -93,43 +81,26 @@ bool Judge::Timing() {
     return v.conclusive >= 2 && (v.slow == 0 || v.cheat);
   };
   for (int j = -warm;; ++j) {
-    if (j >= total) {
-      const bool probes_settled = extra >= kExtraProbes || cand_spans.empty() ||
-                                  ProbesSettled(samples_.progress, kProgressProbes, Cuda());
-      if (probes_settled && drips_settled()) break;
-      if (!probes_settled) {
-        probes.insert(j);
-        ++extra;
-      } else {
-        drip.insert(j);
-        ++extra_drips;
-      }
-    }
-    const bool timed = j >= 0;
-    const bool is_short = shorts.count(j) > 0;
-    // A probe drawn before any long batch gave the candidate's span moves to
-    // the next free batch, so the count of timed samples stays the same.
-    if (probes.count(j) > 0 && cand_spans.empty()) {
-      probes.erase(j);
-      int k = j + 1;
-      while (shorts.count(k) > 0 || probes.count(k) > 0 || drip.count(k) > 0) ++k;
-      probes.insert(k);
-    }
-    const bool is_probe = probes.count(j) > 0;
-    const uint32_t len = drip.count(j) > 0 ? std::min(batch_len, kDripCalls)
-                         : is_short         ? short_len
-                                            : batch_len;
+    using K = TimingSchedule::Kind;
+    const K kind = schedule.Next(!cand_spans.empty(), probes_settled, drips_settled);
+    if (kind == K::kDone) break;
+    const bool timed = kind != K::kWarmup;
+    const bool is_probe = kind == K::kProbe;
+    const bool is_short = kind == K::kShort;
+    const bool is_drip = kind == K::kDrip;
+    const uint32_t len = is_drip ? std::min(batch_len, kDripCalls) : is_short ? short_len : batch_len;
     const Cmd batch{kMagic, kOpBatch, next, len, static_cast<uint32_t>(sets_), 0, 0};
     next = (next + len) % static_cast<uint32_t>(sets_);
-    if (drip.count(j) > 0) {
+    if (is_drip) {
       // Not a timed sample: a drip batch of each side (DripPair).
       if (!BatchInputs(batch, ph, kGenDrip) || !DripPair(batch, j, ph, o)) return false;
       continue;
     }
+    ++batches_run;
     if (!BatchInputs(batch, ph)) return false;
     // On batches drawn from secret randomness: the candidate's outputs are
     // still poison before it runs (nothing wrote them ahead of the call).
-    if (timed && (j == 0 || j == batches - 1 || SecretSeed() % 4 == 0) &&
+    if (timed && (j == 0 || schedule.last_planned_sample() || SecretSeed() % 4 == 0) &&
         !PoisonAtStart(batch, j, ph))
       return false;
     BatchWalls w;
@@ -192,7 +163,7 @@ bool Judge::Timing() {
       "timed_output_reverify", true, false,
       fmt::format("every call of every timed batch verified ({} batches of {} calls, fresh "
                   "inputs for each call)",
-                  batches + warm, batch_len));
+                  batches_run, batch_len));
   out_.AddCheck("poison_at_start", true, false,
                 fmt::format("outputs still poison before the call on {} secretly chosen batches",
                             poison_checks_));
