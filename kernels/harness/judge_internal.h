@@ -45,7 +45,7 @@ constexpr int kShortBatches = 2;
 // Progress probes (AntiCheat::BatchProgress): where they fall is the
 // TimingSchedule's (timing_schedule.h); each is paused at a secret 30-70% of
 // the candidate's fastest batch so far, and kProgressProbes conclusive ones
-// that agree settle the check (ProbesSettled).
+// that agree settle the check (ProgressSettled, progress_probe.h).
 constexpr int kProgressProbes = 3;
 // host: a reference timed batch over kRefDisturbed (verdict.h) times the
 // fastest of its length per call is run again, up to kRefRetries times, and
@@ -85,16 +85,6 @@ inline int RanksCpus(const std::vector<RankProc*>& ranks) {
     if (sched_getaffinity(p->pid, sizeof m, &m) == 0) CPU_OR(&all, &all, &m);
   }
   return std::max(1, CPU_COUNT(&all));
-}
-
-// Whether the progress probes so far decide: enough of them conclusive, and
-// none anomalous or already enough for a conviction. An undecided mix (one
-// or two anomalous among consistent ones) gets more probes: a fuser's next
-// ones are anomalous too (red team round 6 drip_aware_fuse: 2 of 3 behind,
-// a flag, at 12-16x), an honest candidate's are not.
-inline bool ProbesSettled(const std::vector<ProgressSample>& v, int wanted, bool cuda) {
-  const ProgressVerdict pv = JudgeProgress(v, /*ahead_convicts=*/!cuda);
-  return pv.conclusive >= wanted && (pv.anomalous == 0 || pv.cheat);
 }
 
 // Wall time one timed batch aims at: long against the judge's own round

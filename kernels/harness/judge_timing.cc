@@ -69,7 +69,7 @@ bool Judge::Timing() {
   std::vector<double> ref_walls, cand_walls, cand_waits, cand_spans;  // us per timed batch
   int batches_run = 0;  // every batch but drip ones, warm-up included
   auto probes_settled = [&] {
-    return ProbesSettled(samples_.progress, kProgressProbes, Cuda());
+    return ProgressSettled(samples_.progress, kProgressProbes, /*ahead_convicts=*/!Cuda());
   };
   auto drips_settled = [&] {
     if (drips == 0 || cand_walls.empty()) return true;

@@ -35,6 +35,11 @@ const char* ProgressFindingName(ProgressFinding f) {
   return "?";
 }
 
+bool ProgressSettled(const std::vector<ProgressSample>& samples, int wanted, bool ahead_convicts) {
+  const ProgressVerdict v = JudgeProgress(samples, ahead_convicts);
+  return v.conclusive >= wanted && (v.anomalous == 0 || v.cheat);
+}
+
 ProgressVerdict JudgeProgress(const std::vector<ProgressSample>& samples, bool ahead_convicts) {
   ProgressVerdict v;
   int bad = 0, conclusive = 0, ahead_only = 0;

@@ -90,6 +90,14 @@ struct ProgressVerdict {
 ProgressVerdict JudgeProgress(const std::vector<ProgressSample>& samples,
                               bool ahead_convicts = true);
 
+// Whether the probes so far decide: at least `wanted` conclusive, and none
+// anomalous or already enough for a conviction. An undecided mix (one or two
+// anomalous among consistent ones) gets more probes (timing_schedule.h): a
+// fuser's next ones are anomalous too (red team round 6 drip_aware_fuse: 2
+// of 3 behind, a flag, at 12-16x), an honest candidate's are not.
+bool ProgressSettled(const std::vector<ProgressSample>& samples, int wanted,
+                     bool ahead_convicts = true);
+
 const char* ProgressFindingName(ProgressFinding f);
 
 }  // namespace pkforge::kernels

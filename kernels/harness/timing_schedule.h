@@ -39,7 +39,7 @@ class TimingSchedule {
     int shorts = 0;   // short batches (batch_consistency)
     int drips = 0;    // drip batches (batch_drip, host)
   };
-  // Probes wanted conclusive (ProbesSettled), at most this many more probes
+  // Probes wanted conclusive (ProgressSettled), at most this many more probes
   // or batches past the planned slots, at most kMaxProbes probes in all, at
   // most kExtraDrips more drip batches.
   static constexpr int kExtraProbes = 6;
