@@ -1280,5 +1280,93 @@ TEST(RedTeamPending, probe_gap_fuse) {
     Expect("probe_gap_fuse", {kCheatAny, kOk}, "", 10, "", std::max(1.5 * honest, 9.0));
 }
 
+// ---- round 13 (helper-redteam13): the schedule of timing_schedule.h -----------------------------
+// helper-notes/redteam-findings.md "ROUND 13". Against the lead's working
+// tree (each long batch after the first sample a probe with a secret chance,
+// 0-2 secret extra samples, the extension while probes are unsettled, the
+// 75th percentile when batch checks flag). Generic command, 2-core host,
+// each attack alternated with control_flag_epoch (honest OK 4.6-9.7x; it
+// was CHEAT_DETECTED batch_progress once in 190 launches, 3 of 4 probes
+// behind). Round 12's counting attacks still win: probe_count_fuse OK 37 of
+// 48 (15 at 11.3-19.5x), probe_gap_fuse OK 32 of 48 (14 at 11.4-18.7x),
+// CHEAT_DETECTED 11 and 16 of 48 (most beside another build); what wins is
+// their chunks of 32, which never needed the count (r13_always_k32).
+// OK is accepted below 1.5x control_flag_epoch's speedup in the same test
+// (at least 9x, as round 12's); any conviction passes.
+void R13ExpectUnderHonestEpoch(const std::string& name, int launches) {
+  Result r;
+  Expect("control_flag_epoch", {kOk, Cheat({"batch_drip"})}, "", 10, "", 0, false, &r);
+  const double honest = r.status() == Result::OK ? r.speedup() : 5.0;
+  for (int i = 0; i < launches; ++i)
+    Expect(name, {kCheatAny, kOk}, "", 10, "", std::max(1.5 * honest, 9.0));
+}
+// Every long batch fused in chunks of 32 calls, drips honest (the kOpDrip
+// Cmd on the stack), shorts one exchange each, no counting at all: OK 57 of
+// 76 at 4.5-21.4x (48 over 1.5x the honest epoch), CHEAT_DETECTED 19 of 76.
+// The chunk residual of round 10 finding 1 (drip_aware_epoch_k8 OK 12 of 12
+// at 13.6-18.1x in the same minutes); the schedule changes nothing for it.
+TEST(RedTeamPending, r13_always_k32) {
+  if (getenv("PKFORGE_REDTEAM_PENDING") == nullptr)
+    GTEST_SKIP() << "round 13 (OK 57 of 76 at up to 21x against an honest 5-10x); "
+                    "PKFORGE_REDTEAM_PENDING=1 runs it";
+  R13ExpectUnderHonestEpoch("r13_always_k32", 4);
+}
+// Whole-batch fusion (one exchange a batch) on the ranks' main threads, its
+// sums written straight into the calls' output slots in call order, the
+// ranks taking turns every 8 calls: outputs appear at the pace of the work,
+// so the probes (which count matching outputs, not returned calls) read
+// "consistent"; drips honest. OK 34 of 40 at 10.3-18.4x against
+// control_flag_epoch 6.4-8.4x (CHEAT_DETECTED batch_progress 6 of 40: a
+// rank late to the exchange); beside a busy loop on the judge's CPU OK 3 of
+// 8 at 7.5-10.3x.
+TEST(RedTeamPending, r13_inorder_whole) {
+  if (getenv("PKFORGE_REDTEAM_PENDING") == nullptr)
+    GTEST_SKIP() << "round 13 (OK 34 of 40 at 10-18x against an honest 6-8x); "
+                    "PKFORGE_REDTEAM_PENDING=1 runs it";
+  R13ExpectUnderHonestEpoch("r13_inorder_whole", 4);
+}
+// Whole-batch fusion whose ranks never yield in a batch (peers waited for
+// on futexes) and ask for a 100 ms slice (sched_setattr on pid 0): the
+// judge, woken at the probe's pause point, cannot preempt them, so every
+// stop is "late" and every probe inconclusive; batch_progress is then "not
+// judged", a pass without a flag. Works only while the judge's other CPU is
+// busy (the ranks share one CPU): beside `taskset -c 0 yes` OK 5 of 8 at
+// 11.1-18.1x (honest 4.9-6.0x), in one uncontrolled window OK 6 of 10 at
+// 12.2-24.1x; on a quiet host CHEAT_DETECTED batch_progress 12 of 12. So
+// this test may pass when run alone.
+TEST(RedTeamPending, r13_late_stop_whole) {
+  if (getenv("PKFORGE_REDTEAM_PENDING") == nullptr)
+    GTEST_SKIP() << "round 13 (OK 5 of 8 at 11-18x beside a busy loop on the judge's CPU); "
+                    "PKFORGE_REDTEAM_PENDING=1 runs it";
+  R13ExpectUnderHonestEpoch("r13_late_stop_whole", 8);
+}
+// Adaptive fusion on a probe budget (each probe seen afterwards by a
+// SIGCONT): fuse the next long batch only while one more anomalous probe
+// would not convict, counting probed honest batches as consistent ones.
+// Chunks of 32: OK 37 of 62, 5 of them over 1.5x the honest epoch (10.3-
+// 16.2x), CHEAT_DETECTED 25 of 62; whole batches (r13_budget_dilute): OK 20
+// of 62 at 5.4-9.0x, never over, CHEAT_DETECTED 42 of 62. Mixing fails on
+// the span rule, not the dilution rule: after one fused sample the probes
+// pause against a fused span and the honest batches read "behind" too.
+TEST(RedTeamPending, r13_budget_k32) {
+  if (getenv("PKFORGE_REDTEAM_PENDING") == nullptr)
+    GTEST_SKIP() << "round 13 (OK over 1.5x the honest epoch in 5 of 62); "
+                    "PKFORGE_REDTEAM_PENDING=1 runs it";
+  R13ExpectUnderHonestEpoch("r13_budget_k32", 12);
+}
+// Never over 1.5x the honest epoch, but convicted in only 42 of 62
+// launches: pending (not a reliable conviction).
+TEST(RedTeamPending, r13_budget_dilute) {
+  if (getenv("PKFORGE_REDTEAM_PENDING") == nullptr)
+    GTEST_SKIP() << "round 13 (CHEAT_DETECTED 42 of 62, OK 5.4-9.0x otherwise); "
+                    "PKFORGE_REDTEAM_PENDING=1 runs it";
+  R13ExpectUnderHonestEpoch("r13_budget_dilute", 4);
+}
+// Whole-batch fusion on a helper thread while the main threads sleep, aimed
+// at the probes' main_idle rule: it never fired (the window starts before
+// the batch's command; wake-up, barrier and hand-off outweigh a fused span
+// of ~250 us): CHEAT_DETECTED batch_progress 54 of 54, every probe "behind".
+TEST(RedTeam, r13_idle_helper_whole) { ExpectProgressCheat("r13_idle_helper_whole"); }
+
 }  // namespace
 }  // namespace pkforge::kernels
