@@ -1333,12 +1333,54 @@ TEST(RedTeamPending, r13_inorder_whole) {
 // busy (the ranks share one CPU): beside `taskset -c 0 yes` OK 5 of 8 at
 // 11.1-18.1x (honest 4.9-6.0x), in one uncontrolled window OK 6 of 10 at
 // 12.2-24.1x; on a quiet host CHEAT_DETECTED batch_progress 12 of 12. So
-// this test may pass when run alone.
+// this test may pass when run alone; the next one gives the judge one CPU.
 TEST(RedTeamPending, r13_late_stop_whole) {
   if (getenv("PKFORGE_REDTEAM_PENDING") == nullptr)
     GTEST_SKIP() << "round 13 (OK 5 of 8 at 11-18x beside a busy loop on the judge's CPU); "
                     "PKFORGE_REDTEAM_PENDING=1 runs it";
   R13ExpectUnderHonestEpoch("r13_late_stop_whole", 8);
+}
+// The same with the judge confined to one CPU, as in a one-CPU lane or any
+// allowed set of one (rank_pool.cc RankCpus then pins the ranks to the
+// judge's own CPU): `taskset -c <first allowed CPU>` before the generic
+// command. OK 24 of 28 at 9.4-26.7x against control_flag_epoch OK 28 of 28
+// at 3.9-6.4x (10:18-10:19 UTC); without the slice request OK 6 of 8.
+Result R13LaunchOnOneCpu(const std::string& name) {
+  const std::string dir = NewDir(name);
+  setenv("PKF_REDTEAM_DIR", dir.c_str(), 1);
+  const std::string status = ReadFile("/proc/self/status");
+  const size_t at = status.find("Cpus_allowed_list:");
+  const int cpu = at == std::string::npos ? 0 : std::atoi(status.c_str() + at + 18);
+  const std::string cmd = fmt::format(
+      "timeout -k 5 70 taskset -c {} {} launch --problem allreduce --backend host --world-size 3 "
+      "--dtype f32 --size tiny --trials 2 --warmup 1 --iters 6 --timeout 10 --json "
+      "{}/redteam_{}.so",
+      cpu, PKF_WORKER, PKF_CANDIDATES, name);
+  const Verdict v = RunJudge(cmd, dir + "/judge_stderr");
+  const std::vector<int> alive = StillAlive(dir);
+  unsetenv("PKF_REDTEAM_DIR");
+  std::printf("REDTEAM %s (one CPU) status=%s speedup=%.2f\n", name.c_str(),
+              v.parsed ? Result::Status_Name(v.result.status()).c_str() : "NO_RESULT",
+              v.parsed ? v.result.speedup() : 0.0);
+  EXPECT_TRUE(alive.empty()) << name << ": processes left alive";
+  EXPECT_TRUE(v.parsed) << v.channel_error << "\n" << cmd << "\n" << v.stderr_text;
+  EXPECT_NE(v.result.status(), Result::HARNESS_ERROR) << cmd << "\n" << v.stderr_text;
+  return v.result;
+}
+TEST(RedTeamPending, r13_late_stop_whole_one_cpu) {
+  if (getenv("PKFORGE_REDTEAM_PENDING") == nullptr)
+    GTEST_SKIP() << "round 13 (one CPU: OK 24 of 28 at 9-27x against an honest 4-6x); "
+                    "PKFORGE_REDTEAM_PENDING=1 runs it";
+  const Result h = R13LaunchOnOneCpu("control_flag_epoch");
+  EXPECT_EQ(h.status(), Result::OK) << h.message();
+  const double honest = h.status() == Result::OK ? h.speedup() : 4.0;
+  for (int i = 0; i < 4; ++i) {
+    const Result r = R13LaunchOnOneCpu("r13_late_stop_whole");
+    if (r.status() == Result::OK) {
+      EXPECT_LT(r.speedup(), std::max(1.5 * honest, 7.5))
+          << "r13_late_stop_whole forged a speedup: " << r.message();
+    }
+  }
 }
 // Adaptive fusion on a probe budget (each probe seen afterwards by a
 // SIGCONT): fuse the next long batch only while one more anomalous probe

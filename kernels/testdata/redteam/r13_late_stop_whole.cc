@@ -27,7 +27,10 @@
 // Caveat found measuring: the ranks are all pinned to one CPU (the
 // reference's), the judge may run on either; while the other CPU is free
 // the judge takes it and stops on time. The attack works while that CPU is
-// busy with anything else (other evaluations, builds on a shared host).
+// busy with anything else (other evaluations, builds on a shared host: the
+// executor's shared lane holds host evaluations and compiles), and always
+// when the judge's allowed set is one CPU (rank_pool.cc RankCpus then pins
+// the ranks to the judge's own CPU).
 // MEASURED (2-core host, generic command, alternated with control_flag_epoch):
 // 10:15:39-10:16:10 UTC: CHEAT_DETECTED batch_progress 12 of 12 (honest
 // 6.4-8.2x); 10:15:06-10:15:12 (other sessions' work on the host, not
@@ -36,7 +39,10 @@
 // judged" (a pass, no flag); beside `taskset -c 0 yes` (10:16): OK 5 of 8 at
 // 11.1-18.1x against control_flag_epoch OK 8 of 8 at 4.9-6.0x. Before the
 // slice request (RT13_SLICE_NS 0, 10:08-10:15): OK 5 of 48 at 13.4-20.9x,
-// in each nearly every probe late.
+// in each nearly every probe late. The worker under `taskset -c 1` (one
+// CPU for judge and ranks, 10:18-10:19): OK 24 of 28 at 9.4-26.7x against
+// control_flag_epoch OK 28 of 28 at 3.9-6.4x; RT13_SLICE_NS 0 there: OK 6
+// of 8 at 7.4-14.2x.
 // EXPECT (fixed judge): CHEAT_DETECTED, or OK below 1.5x the honest epoch's.
 #include <linux/futex.h>
 #include <sys/syscall.h>
