@@ -349,12 +349,15 @@ bool AnyStarved(const Samples& v) {
 // Nothing conclusive (batch_progress, batch_drip): flagged when load starved
 // the samples (a candidate may have arranged that: red team round 8);
 // batches too short to judge (the default sizes) are only said so.
+// `why` names what made them inconclusive when it flags; empty: passed.
 void NotJudged(Outcome* out, const char* check, const char* what, const std::string& detail,
-               bool starved) {
-  out->AddCheck(check, !starved, starved,
+               const std::string& why) {
+  const bool flag = !why.empty();
+  out->AddCheck(check, !flag, flag,
                 fmt::format("{} (no {} was conclusive{}: not judged{})", detail, what,
-                            starved ? ", load starved them" : "", starved ? "; flagged" : ""));
+                            flag ? ", " + why : "", flag ? "; flagged" : ""));
 }
+constexpr char kStarvedWhy[] = "load starved them";
 
 // The candidate's median time per call is no lower than the reference's:
 // amortizing would have forged no gain (batch_progress, batch_drip).
@@ -390,7 +393,18 @@ void AntiCheat::BatchProgress(const TimingSamples& s) {
                 d + ": calls were not done one after the other (deferred to a later call, or "
                     "done ahead by an earlier one)");
   } else if (v.conclusive == 0 && v.ahead_only == 0) {
-    NotJudged(out_, "batch_progress", "probe", d, AnyStarved(s.progress));
+    // A stop that took hold late is one the judge could not send in time:
+    // the ranks held the CPUs it was woken on (red team round 13
+    // r13_late_stop_whole: fused ranks that never yield, beside other load
+    // on the judge's CPU, made every probe late and passed unjudged at
+    // 11-24x). Flagged, so the time is the 75th percentile, unless the
+    // candidate is no faster than the reference.
+    const bool late = std::any_of(s.progress.begin(), s.progress.end(),
+                                  [](const ProgressSample& p) { return p.late_stop; });
+    NotJudged(out_, "batch_progress", "probe", d,
+              AnyStarved(s.progress)               ? kStarvedWhy
+              : late && !NoFasterThanReference(s) ? "the stops took hold late"
+                                                  : "");
   } else if (v.flag) {
     out_->AddCheck("batch_progress", false, true,
                    d + fmt::format(" ({} of {} conclusive probes anomalous{}: flagged)",
@@ -421,7 +435,7 @@ void AntiCheat::BatchDrip(const TimingSamples& s) {
                 d + ": a call alone costs over twice what it did when later calls' inputs were "
                     "visible (work done for several calls together)");
   } else if (v.conclusive == 0) {
-    NotJudged(out_, "batch_drip", "drip batch", d, AnyStarved(s.drip));
+    NotJudged(out_, "batch_drip", "drip batch", d, AnyStarved(s.drip) ? kStarvedWhy : "");
   } else if (v.flag) {
     out_->AddCheck("batch_drip", false, true,
                    d + fmt::format(" ({} of {} conclusive drip batches slow: flagged)", v.slow,

@@ -4,6 +4,7 @@
 
 #include "gtest/gtest.h"
 #include "kernels/harness/outcome.h"
+#include "kernels/harness/progress_probe.h"
 #include "kernels/harness/verdict.h"
 
 namespace pkforge::kernels {
@@ -208,6 +209,51 @@ TEST(AntiCheatRules, NothingConclusiveIsFlaggedNotPassed) {
     EXPECT_TRUE(c->passed()) << check << ": " << c->detail();
     EXPECT_NE(c->detail().find("not judged"), std::string::npos) << c->detail();
   }
+}
+
+// Every probe's stop took hold late (the judge could not send it in time:
+// red team round 13 r13_late_stop_whole held the ranks' CPU with a long
+// slice): flagged when the candidate is faster than the reference, so the
+// time is its 75th percentile; said only when it is not.
+TEST(AntiCheatRules, LateStopsOnEveryProbeFlagAFastCandidate) {
+  TimingSamples s = Anomalous(35, 5);
+  for (ProgressSample& p : s.progress) p.late_stop = true;
+  Outcome out;
+  Judge("batch_progress", s, &out);
+  EXPECT_TRUE(out.undecided());
+  const auto* c = Find(out, "batch_progress");
+  ASSERT_NE(c, nullptr);
+  EXPECT_FALSE(c->passed()) << c->detail();
+  EXPECT_TRUE(c->flag_only());
+  EXPECT_NE(c->detail().find("the stops took hold late"), std::string::npos) << c->detail();
+  TimingSamples slow = Anomalous(35, 50);
+  for (ProgressSample& p : slow.progress) p.late_stop = true;
+  Outcome out2;
+  Judge("batch_progress", slow, &out2);
+  const auto* c2 = Find(out2, "batch_progress");
+  ASSERT_NE(c2, nullptr);
+  EXPECT_TRUE(c2->passed()) << c2->detail();
+}
+
+// A conviction settles the probes only once two more came after it first
+// held: a burst of load that made an honest candidate read behind is
+// outvoted by the probes after it (red team round 13: control_flag_epoch
+// convicted once in 190 launches, probes behind, consistent, behind,
+// behind); a fuser's later probes stay behind.
+TEST(ProgressSettledRule, AConvictionMustHoldForTwoMoreProbes) {
+  const ProgressSample behind{0.5, 0.0, true}, consistent{0.5, 0.5, true};
+  std::vector<ProgressSample> v = {behind, consistent, behind, behind};
+  EXPECT_TRUE(JudgeProgress(v).cheat);
+  EXPECT_FALSE(ProgressSettled(v, 3));  // held from the 4th probe only
+  v.push_back(consistent);
+  v.push_back(consistent);
+  EXPECT_FALSE(JudgeProgress(v).cheat);  // 3 of 6: the burst is outvoted
+  EXPECT_FALSE(ProgressSettled(v, 3));   // a mix: more probes
+  std::vector<ProgressSample> fuser = {behind, consistent, behind, behind, behind, behind};
+  EXPECT_TRUE(JudgeProgress(fuser).cheat);
+  EXPECT_TRUE(ProgressSettled(fuser, 3));
+  EXPECT_TRUE(ProgressSettled({consistent, consistent, consistent}, 3));
+  EXPECT_FALSE(ProgressSettled({consistent, consistent}, 3));
 }
 
 }  // namespace

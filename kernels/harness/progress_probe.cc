@@ -37,7 +37,24 @@ const char* ProgressFindingName(ProgressFinding f) {
 
 bool ProgressSettled(const std::vector<ProgressSample>& samples, int wanted, bool ahead_convicts) {
   const ProgressVerdict v = JudgeProgress(samples, ahead_convicts);
-  return v.conclusive >= wanted && (v.anomalous == 0 || v.cheat);
+  if (v.conclusive < wanted) return false;
+  if (v.anomalous == 0) return true;
+  if (!v.cheat) return false;
+  // A conviction stands once kConfirmProbes more probes came after the
+  // first moment it held: a fuser's later probes are anomalous too, while a
+  // burst of other load that made an honest candidate's probes read behind
+  // passes (red team round 13: control_flag_epoch convicted once in 190
+  // launches on probes behind, consistent, behind, behind, with another
+  // build running).
+  size_t first = samples.size();
+  for (size_t n = 1; n <= samples.size(); ++n) {
+    const std::vector<ProgressSample> prefix(samples.begin(), samples.begin() + n);
+    if (JudgeProgress(prefix, ahead_convicts).cheat) {
+      first = n;
+      break;
+    }
+  }
+  return samples.size() >= first + kConfirmProbes;
 }
 
 ProgressVerdict JudgeProgress(const std::vector<ProgressSample>& samples, bool ahead_convicts) {

@@ -91,10 +91,13 @@ ProgressVerdict JudgeProgress(const std::vector<ProgressSample>& samples,
                               bool ahead_convicts = true);
 
 // Whether the probes so far decide: at least `wanted` conclusive, and none
-// anomalous or already enough for a conviction. An undecided mix (one or two
-// anomalous among consistent ones) gets more probes (timing_schedule.h): a
-// fuser's next ones are anomalous too (red team round 6 drip_aware_fuse: 2
-// of 3 behind, a flag, at 12-16x), an honest candidate's are not.
+// anomalous, or enough for a conviction that has held for kConfirmProbes
+// more probes since it first did. An undecided mix (one or two anomalous
+// among consistent ones) gets more probes (timing_schedule.h): a fuser's
+// next ones are anomalous too (red team round 6 drip_aware_fuse: 2 of 3
+// behind, a flag, at 12-16x), an honest candidate's are not, so a
+// conviction a burst of load made is undone by the probes after it.
+inline constexpr size_t kConfirmProbes = 2;
 bool ProgressSettled(const std::vector<ProgressSample>& samples, int wanted,
                      bool ahead_convicts = true);
 
