@@ -1,6 +1,7 @@
 #include "kernels/harness/progress_probe.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "fmt/format.h"
 
@@ -33,6 +34,17 @@ const char* ProgressFindingName(ProgressFinding f) {
     case ProgressFinding::kInconclusive: return "inconclusive";
   }
   return "?";
+}
+
+double BinomialTail(int n, int k, double q) {
+  if (k <= 0) return 1.0;
+  if (k > n) return 0.0;
+  // P(X >= k) for X ~ Binomial(n, q), summed in logs (n is tens at most).
+  double tail = 0;
+  for (int i = k; i <= n; ++i)
+    tail += std::exp(std::lgamma(n + 1.0) - std::lgamma(i + 1.0) - std::lgamma(n - i + 1.0) +
+                     i * std::log(q) + (n - i) * std::log1p(-q));
+  return std::min(1.0, tail);
 }
 
 bool ProgressSettled(const std::vector<ProgressSample>& samples, int wanted, bool ahead_convicts) {
@@ -86,7 +98,16 @@ ProgressVerdict JudgeProgress(const std::vector<ProgressSample>& samples, bool a
   // and 2/3 of the conclusive ones: a fuser stopped late in a batch, when
   // it is copying out what it computed at once, looks consistent (red team
   // round 6 drip_aware_fuse: 5 of 7 behind, a flag, at 12.3x).
-  v.cheat = (bad >= 2 && 4 * bad >= 3 * conclusive) || (bad >= 4 && 3 * bad >= 2 * conclusive);
+  // Or, over many probes (the schedule extends while they are mixed), a
+  // count of anomalous ones an honest candidate would show with chance
+  // under kHonestTail even if each of its probes were anomalous with chance
+  // kHonestAnomaly (10x what this 2-core host showed honest candidates
+  // under other load: 5 behind probes in ~950, red team round 13): chunked
+  // fusion reads behind on ~40-60% of its probes and consistent on the
+  // rest (round 13 probe_gap_fuse: 9 of 16 behind, OK at 11.9x while the
+  // ratios above only flagged).
+  v.cheat = (bad >= 2 && 4 * bad >= 3 * conclusive) || (bad >= 4 && 3 * bad >= 2 * conclusive) ||
+            (bad >= 4 && BinomialTail(conclusive, bad, kHonestAnomaly) < kHonestTail);
   v.ahead_only = ahead_only;
   v.flag = (bad >= 1 || ahead_only >= 1) && !v.cheat;
   return v;

@@ -90,6 +90,14 @@ struct ProgressVerdict {
 ProgressVerdict JudgeProgress(const std::vector<ProgressSample>& samples,
                               bool ahead_convicts = true);
 
+// P(X >= k) for X ~ Binomial(n, q). The third conviction rule: at least
+// four anomalous probes whose count an honest candidate, each probe
+// anomalous with chance kHonestAnomaly, would reach with chance under
+// kHonestTail (4 of 4, 5 of 7, 6 of 10, 7 of 15, 8 of 20 and up).
+double BinomialTail(int n, int k, double q);
+inline constexpr double kHonestAnomaly = 0.05;
+inline constexpr double kHonestTail = 1e-5;
+
 // Whether the probes so far decide: at least `wanted` conclusive, and none
 // anomalous, or enough for a conviction that has held for kConfirmProbes
 // more probes since it first did. An undecided mix (one or two anomalous

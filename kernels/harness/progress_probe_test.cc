@@ -140,5 +140,31 @@ TEST(ProgressProbe, OnCudaOnlyBehindConvicts) {
   EXPECT_FALSE(JudgeProgress({behind, ok, ok, ahead}, false).cheat);
 }
 
+// Many probes, a steady share of them behind: chunked fusion (red team round
+// 13 probe_gap_fuse: 9 of 16 behind, OK at 11.9x, flagged only, the ratios
+// needing 3/4 or 2/3) is convicted by the binomial tail rule; a few behind
+// among many stays a flag.
+TEST(ProgressProbe, ASteadyShareBehindOverManyProbesConvicts) {
+  EXPECT_NEAR(BinomialTail(4, 4, 0.05), 6.25e-6, 1e-9);
+  EXPECT_NEAR(BinomialTail(16, 0, 0.05), 1.0, 1e-12);
+  EXPECT_DOUBLE_EQ(BinomialTail(3, 4, 0.05), 0.0);
+  const ProgressSample behind{0.5, 0.0, true}, consistent{0.5, 0.5, true};
+  auto mix = [&](int b, int c) {
+    std::vector<ProgressSample> v(b, behind);  // the order does not matter
+    v.insert(v.end(), c, consistent);
+    return v;
+  };
+  const ProgressVerdict chunked = JudgeProgress(mix(9, 7));
+  EXPECT_EQ(chunked.anomalous, 9);
+  EXPECT_EQ(chunked.conclusive, 16);
+  EXPECT_TRUE(chunked.cheat) << chunked.detail;
+  EXPECT_TRUE(JudgeProgress(mix(7, 8)).cheat);   // 7 of 15
+  EXPECT_TRUE(JudgeProgress(mix(6, 4)).cheat);   // 6 of 10
+  const ProgressVerdict few = JudgeProgress(mix(5, 7));  // 5 of 12
+  EXPECT_FALSE(few.cheat);
+  EXPECT_TRUE(few.flag);
+  EXPECT_FALSE(JudgeProgress(mix(6, 9)).cheat);  // 6 of 15
+}
+
 }  // namespace
 }  // namespace pkforge::kernels
