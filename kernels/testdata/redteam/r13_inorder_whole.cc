@@ -36,33 +36,7 @@
 
 #include "kernels/testdata/redteam/epoch_lookahead.h"
 
-#ifndef RT13_SLEEP_WAIT
-#define RT13_SLEEP_WAIT 1  // 0: sched_yield spins (epoch_lookahead.h's wait)
-#endif
-
-static long rt13_futex(volatile uint32_t* w, int op, uint32_t v, const timespec* ts) {
-  return syscall(SYS_futex, (uint32_t*)w, op, v, ts, nullptr, 0);
-}
-// Until every peer published at least `at_least` in flag word 2 (epoch_lookahead.h's).
-static void rt13_wait_all(const pkf_context* ctx, uint32_t at_least) {
-  for (int32_t j = 0; j < ctx->world_size; ++j) {
-    volatile uint32_t* f = &ctx->peer_flags[j][2];
-    for (;;) {
-      const uint32_t v = __atomic_load_n(f, __ATOMIC_ACQUIRE);
-      if (v >= at_least) break;
-      if (RT13_SLEEP_WAIT) {
-        const timespec ts{0, 500000};  // re-check: a wake-up is never lost for long
-        rt13_futex(f, FUTEX_WAIT, v, &ts);
-      } else {
-        sched_yield();
-      }
-    }
-  }
-}
-static void rt13_publish(pkf_context* ctx, uint32_t e) {
-  __atomic_store_n(&ctx->peer_flags[ctx->rank][2], e, __ATOMIC_RELEASE);
-  if (RT13_SLEEP_WAIT) rt13_futex(&ctx->peer_flags[ctx->rank][2], FUTEX_WAKE, 16, nullptr);
-}
+#include "kernels/testdata/redteam/r13_whole_batch.h"
 
 #ifndef RT13_TURN
 #define RT13_TURN 8
