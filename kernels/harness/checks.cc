@@ -368,7 +368,16 @@ bool NoFasterThanReference(const TimingSamples& s) {
 }  // namespace
 
 void AntiCheat::BatchProgress(const TimingSamples& s) {
-  if (s.progress.empty()) return;
+  if (s.progress.empty()) {
+    // Batches too short to tell a call in progress from one deferred
+    // (kMinProbeCalls): none was probed (judge_timing.cc); said so.
+    if (s.batch > 0 && s.batch < static_cast<uint32_t>(kMinProbeCalls))
+      out_->AddCheck("batch_progress", true, false,
+                     fmt::format("not probed: batches of {} calls (a probe needs at least {}; "
+                                 "the drip batches and batch_consistency judge these)",
+                                 s.batch, kMinProbeCalls));
+    return;
+  }
   // cuda: only "behind" convicts (JudgeProgress): work queued before the
   // stop runs on while the reference ranks count. H200, 2026-12-05, w=1 tiny
   // allreduce/allgather: 18 probes of 6 honest candidates (naive, one NCCL

@@ -235,6 +235,20 @@ TEST(AntiCheatRules, LateStopsOnEveryProbeFlagAFastCandidate) {
   EXPECT_TRUE(c2->passed()) << c2->detail();
 }
 
+// Batches of fewer than 8 calls get no probes (each would be inconclusive,
+// and unsettled probes extend the schedule); the check says so.
+TEST(AntiCheatRules, BatchesTooShortToProbeSaySo) {
+  TimingSamples s = Anomalous(35, 5);
+  s.progress.clear();
+  s.batch = 3;
+  Outcome out;
+  Judge("batch_progress", s, &out);
+  const auto* c = Find(out, "batch_progress");
+  ASSERT_NE(c, nullptr);
+  EXPECT_TRUE(c->passed());
+  EXPECT_NE(c->detail().find("not probed: batches of 3 calls"), std::string::npos) << c->detail();
+}
+
 // A conviction settles the probes only once two more came after it first
 // held: a burst of load that made an honest candidate read behind is
 // outvoted by the probes after it (red team round 13: control_flag_epoch

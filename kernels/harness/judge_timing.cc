@@ -82,7 +82,13 @@ bool Judge::Timing() {
   };
   for (int j = -warm;; ++j) {
     using K = TimingSchedule::Kind;
-    const K kind = schedule.Next(!cand_spans.empty(), probes_settled, drips_settled);
+    // Batches of fewer than kMinProbeCalls calls get no probes: each would
+    // be inconclusive (a call in progress cannot be told from one deferred),
+    // and the unsettled probes would extend every such evaluation by 16
+    // batches (cuda at the default sizes: 2-6 calls a batch).
+    const bool can_probe =
+        !cand_spans.empty() && batch_len >= static_cast<uint32_t>(kMinProbeCalls);
+    const K kind = schedule.Next(can_probe, probes_settled, drips_settled);
     if (kind == K::kDone) break;
     const bool timed = kind != K::kWarmup;
     const bool is_probe = kind == K::kProbe;
