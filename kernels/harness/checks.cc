@@ -361,9 +361,9 @@ constexpr char kStarvedWhy[] = "load starved them";
 
 // The candidate's median time per call is no lower than the reference's:
 // amortizing would have forged no gain (batch_progress, batch_drip).
-bool NoFasterThanReference(const TimingSamples& s) {
+bool NoFasterThanReference(const TimingSamples& s, double by = 1.0) {
   return !s.cand_us.empty() && !s.ref_us.empty() &&
-         pkforge::Quantile(s.cand_us, 0.5) >= pkforge::Quantile(s.ref_us, 0.5);
+         by * pkforge::Quantile(s.cand_us, 0.5) >= pkforge::Quantile(s.ref_us, 0.5);
 }
 }  // namespace
 
@@ -406,13 +406,15 @@ void AntiCheat::BatchProgress(const TimingSamples& s) {
     // the ranks held the CPUs it was woken on (red team round 13
     // r13_late_stop_whole: fused ranks that never yield, beside other load
     // on the judge's CPU, made every probe late and passed unjudged at
-    // 11-24x). Flagged, so the time is the 75th percentile, unless the
-    // candidate is no faster than the reference.
+    // 11-24x). Flagged, so the time is the 75th percentile, when the
+    // candidate is over 1.5x faster than the reference: at world size 1,
+    // tiny, batches of ~150 us take most stops late on this VM (the judge's
+    // wake-up), and identical code was flagged in 3 of 4 launches.
     const bool late = std::any_of(s.progress.begin(), s.progress.end(),
                                   [](const ProgressSample& p) { return p.late_stop; });
     NotJudged(out_, "batch_progress", "probe", d,
               AnyStarved(s.progress)               ? kStarvedWhy
-              : late && !NoFasterThanReference(s) ? "the stops took hold late"
+              : late && !NoFasterThanReference(s, 1.5) ? "the stops took hold late"
                                                   : "");
   } else if (v.flag) {
     out_->AddCheck("batch_progress", false, true,
