@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <fstream>
 #include <sstream>
@@ -1409,6 +1410,178 @@ TEST(RedTeamPending, r13_budget_dilute) {
 // the batch's command; wake-up, barrier and hand-off outweigh a fused span
 // of ~250 us): CHEAT_DETECTED batch_progress 54 of 54, every probe "behind".
 TEST(RedTeam, r13_idle_helper_whole) { ExpectProgressCheat("r13_idle_helper_whole"); }
+
+// Round 14 (helper-redteam14, 2026-12-05): containment of the executor's
+// sandbox, not the judge. A worker run gets its scratch folder (on the
+// host's own filesystem) read-write as its working directory; nothing but
+// RLIMIT_FSIZE (max_file_mb, per file) bounds what lands there, and the
+// memory cgroup does not count disk blocks. r14_disk_fill's rank 0
+// fallocates 16 files of min(RLIMIT_FSIZE, 64 MiB) in pkf_setup (blocks
+// reserved without writing) and is otherwise correct. Run here as the
+// executor runs a host evaluation (pkforge-sandbox, bubblewrap, the scratch
+// owned by and run as uid 65534 when root, max_file_mb 64): OK and 1.1 GiB
+// in the scratch (10:52 UTC); through a real pkforge-executor (defaults:
+// max_file_mb 4096) three 1 GiB files took 4 ms and `du` of the evaluation's
+// scratch read 3.1 GiB while it ran (10:46 UTC): with 18 such calls a
+// candidate fills a 72 GiB host disk for the length of its evaluation.
+// Expected once fixed: a per-evaluation disk quota (or no writable host
+// folder at all: the worker needs only to read its artifact), so well under
+// the 1 GiB asked for.
+TEST(RedTeamPending, r14_disk_fill) {
+  if (getenv("PKFORGE_REDTEAM_PENDING") == nullptr)
+    GTEST_SKIP() << "round 14 (1.1 GiB of host disk through the sandbox's scratch, no quota); "
+                    "PKFORGE_REDTEAM_PENDING=1 runs it";
+  const std::string worker = PKF_WORKER;
+  const std::string bin = worker.substr(0, worker.rfind('/'));
+  const std::string scratch = NewDir("r14_disk_fill_scratch");
+  const std::string logs = NewDir("r14_disk_fill");
+  std::string run_as;
+  if (geteuid() == 0) {
+    // The executor's default as root (config.cc: run_as_uid 65534), its
+    // scratch folder the run's own.
+    ASSERT_EQ(chown(scratch.c_str(), 65534, 65534), 0);
+    run_as = "--run-as-uid 65534 --run-as-gid 65534 ";
+  }
+  chmod(scratch.c_str(), 0700);
+  const std::string cmd = fmt::format(
+      "{}/pkforge-sandbox --scratch {} --max-file-mb 64 --timeout 120 {}--ro {} --ro {} "
+      "--env PATH=/usr/bin:/bin -- {} launch --problem allreduce --backend host --world-size 3 "
+      "--dtype f32 --size tiny --trials 2 --warmup 1 --iters 6 --timeout 10 --json "
+      "{}/redteam_r14_disk_fill.so",
+      bin, scratch, run_as, bin, PKF_CANDIDATES, worker, PKF_CANDIDATES);
+  const Verdict v = RunJudge(cmd, logs + "/judge_stderr");
+  int64_t bytes = 0;
+  if (DIR* d = opendir(scratch.c_str())) {
+    while (dirent* e = readdir(d)) {
+      struct stat st{};
+      const std::string path = scratch + "/" + e->d_name;
+      if (e->d_name[0] != '.' && lstat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode)) {
+        bytes += static_cast<int64_t>(st.st_blocks) * 512;
+        unlink(path.c_str());
+      }
+    }
+    closedir(d);
+  }
+  rmdir(scratch.c_str());
+  std::printf("REDTEAM r14_disk_fill status=%s scratch held %lld MiB\n",
+              v.parsed ? Result::Status_Name(v.result.status()).c_str() : "NO_RESULT",
+              static_cast<long long>(bytes >> 20));
+  EXPECT_TRUE(v.parsed) << v.channel_error << "\n" << cmd << "\n" << v.stderr_text;
+  EXPECT_NE(v.result.status(), Result::HARNESS_ERROR) << cmd << "\n" << v.stderr_text;
+  EXPECT_LE(bytes, int64_t{256} << 20)
+      << "a candidate took " << (bytes >> 20)
+      << " MiB of the host's disk through its scratch folder: no per-evaluation disk quota\n"
+      << cmd;
+}
+
+// Round 14: a judge that never returns. A candidate rank running as the
+// judge's uid (the executor's sandbox runs judge and ranks as one uid; any
+// launch by a plain user) opens a write end of its own command pipe
+// (/proc/self/fd/3), forges its kOpSetup reply, fills the pipe (64 KiB) and
+// sleeps: the judge freezes it and then blocks for good in RankPool::Send's
+// write() of the next command into the full pipe of a stopped reader (no
+// phase deadline covers a write). Measured 10:48-10:50 UTC: bare launch as
+// uid 65534, --timeout 10: no result, killed by `timeout` after 45 s (no
+// process left); through a real pkforge-executor (world 3, --timeout 5):
+// TIMEOUT "exceeded the executor's deadline of 50 s" after 51 s, the slot
+// held 10x the phase limit. As root the ranks drop to 65534 and cannot open
+// the root-owned pipe: WRONG_OUTPUT (blocked), asserted below too.
+// Launched by root (the battery's generic command) the ranks drop to uid
+// 65534 and cannot open the root-owned pipe for writing (EACCES): the
+// gated candidate writes nothing. WRONG_OUTPUT 2 of 2 (10:48 UTC).
+TEST(RedTeam, r14_cmd_pipe_stall_as_root) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root (the ranks then run as another uid)";
+  Expect("r14_cmd_pipe_stall", {kWrong});
+}
+TEST(RedTeamPending, r14_cmd_pipe_stall) {
+  if (getenv("PKFORGE_REDTEAM_PENDING") == nullptr)
+    GTEST_SKIP() << "round 14 (as one uid the judge blocks forever writing a command); "
+                    "PKFORGE_REDTEAM_PENDING=1 runs it";
+  const std::string dir = NewDir("r14_cmd_pipe_stall_nobody");
+  setenv("PKF_REDTEAM_DIR", dir.c_str(), 1);
+  const std::string cmd = fmt::format(
+      "timeout -k 5 40 {}{} launch --problem allreduce --backend host --world-size 3 --dtype f32 "
+      "--size tiny --trials 2 --warmup 1 --iters 6 --timeout 5 --json "
+      "{}/redteam_r14_cmd_pipe_stall.so",
+      geteuid() == 0 ? "setpriv --reuid=65534 --regid=65534 --clear-groups " : "", PKF_WORKER,
+      PKF_CANDIDATES);
+  const Verdict v = RunJudge(cmd, dir + "/judge_stderr");
+  const std::vector<int> alive = StillAlive(dir);
+  unsetenv("PKF_REDTEAM_DIR");
+  std::printf("REDTEAM r14_cmd_pipe_stall (one uid) status=%s after %.1f s\n",
+              v.parsed ? Result::Status_Name(v.result.status()).c_str() : "NO_RESULT", v.seconds);
+  EXPECT_TRUE(alive.empty()) << "processes left alive";
+  ASSERT_TRUE(v.parsed) << "the judge gave no verdict within 40 s (phase timeout 5 s): "
+                        << v.channel_error << "\n" << cmd << "\ncandidate log:\n"
+                        << ReadFile(dir + "/log");
+  EXPECT_TRUE(v.result.status() == Result::TIMEOUT ||
+              (v.result.status() == Result::CHEAT_DETECTED &&
+               FailingChecks(v.result).count("result_channel") > 0))
+      << v.result.message();
+}
+
+// Round 14: the verdict a person reads. `pkforge eval` (table output,
+// cli/eval.cc Report) prints the result's message, failures and stderr tails
+// byte for byte; r14_ansi_forge (self-contained source, submitted as is)
+// prints terminal control sequences on stderr: clear the screen, draw a
+// made-up "OK ... speedup 41.724x" report, conceal what follows (SGR 8),
+// and fails its first call. Through a real pkforge-executor (host, world 3,
+// 10:54 UTC): RUNTIME_ERROR, and the CLI's stdout held the raw ESC bytes
+// (`cat -v`: ^[[2J^[[HOK: 2 trials correct; ... ^[[8m), so a terminal shows
+// only the forged OK. The HTML report escapes them (cli/report.cc
+// HtmlEscape); the JSON output escapes them too.
+TEST(RedTeamPending, r14_ansi_forge) {
+  if (getenv("PKFORGE_REDTEAM_PENDING") == nullptr)
+    GTEST_SKIP() << "round 14 (raw terminal escapes from a candidate's stderr in `pkforge eval`); "
+                    "PKFORGE_REDTEAM_PENDING=1 runs it";
+  const std::string worker = PKF_WORKER;
+  const std::string bin = worker.substr(0, worker.rfind('/'));
+  std::string source = __FILE__;
+  source = source.substr(0, source.rfind("harness/")) + "testdata/redteam/r14_ansi_forge.cc";
+  for (const std::string& f : {bin + "/pkforge-executor", bin + "/pkforge", source})
+    if (access(f.c_str(), R_OK) != 0) GTEST_SKIP() << f << " is missing";
+  const std::string dir = NewDir("r14_ansi_forge");
+  {
+    std::ofstream t(dir + "/token");
+    t << "r14-ansi-forge-token-0123456789\n";
+  }
+  chmod((dir + "/token").c_str(), 0600);
+  ASSERT_EQ(std::system(fmt::format(
+                "{0}/pkforge-executor --listen 127.0.0.1:0 --data-dir {1}/data --gpus none "
+                "--nvcc none --no-measure --host-slots 1 --compile-workers 1 --token-file "
+                "{1}/token --worker {2} >{1}/exec.out 2>{1}/exec.err & echo $! >{1}/exec.pid",
+                bin, dir, worker)
+                                .c_str()),
+            0);
+  const int pid = std::atoi(ReadFile(dir + "/exec.pid").c_str());
+  std::string address;
+  for (int i = 0; i < 200 && address.empty(); ++i) {
+    const std::string out = ReadFile(dir + "/exec.out");
+    const size_t at = out.find("listening on ");
+    if (at != std::string::npos && out.find('\n', at) != std::string::npos)
+      address = out.substr(at + 13, out.find('\n', at) - at - 13);
+    else
+      usleep(100'000);
+  }
+  testing::Captured c;
+  if (!address.empty())
+    c = testing::RunCapture(fmt::format(
+        "timeout -k 5 120 {}/pkforge eval --executor {} --token-file {}/token --problem allreduce "
+        "--world-size 3 --dtype f32 --size tiny --quiet {} 2>{}/eval.err",
+        bin, address, dir, source, dir));
+  if (pid > 0) {
+    kill(pid, SIGTERM);
+    for (int i = 0; i < 100 && kill(pid, 0) == 0; ++i) usleep(100'000);
+    if (kill(pid, 0) == 0) kill(pid, SIGKILL);
+  }
+  ASSERT_FALSE(address.empty()) << "the executor did not start:\n" << ReadFile(dir + "/exec.err");
+  std::printf("REDTEAM r14_ansi_forge pkforge eval printed %zu bytes, %zu ESC\n", c.output.size(),
+              static_cast<size_t>(std::count(c.output.begin(), c.output.end(), '\x1b')));
+  EXPECT_NE(c.output.find("RUNTIME_ERROR"), std::string::npos) << c.output;
+  EXPECT_EQ(c.output.find('\x1b'), std::string::npos)
+      << "a candidate's terminal control sequences reach the operator's terminal raw:\n"
+      << c.output;
+}
 
 }  // namespace
 }  // namespace pkforge::kernels
