@@ -328,6 +328,8 @@ bool RankPool::StartRank(int i, int self, const std::string& rank_exe, const Dim
   close(cmd[0]);
   close(rep[1]);
   p.cmd_fd = cmd[1];
+  // Send never blocks on a rank (a candidate can fill its own pipe).
+  fcntl(p.cmd_fd, F_SETFL, fcntl(p.cmd_fd, F_GETFL) | O_NONBLOCK);
   p.reply_fd = rep[0];
   (p.ref ? refs_ : cands_).push_back(&p);
   return true;
@@ -335,9 +337,31 @@ bool RankPool::StartRank(int i, int self, const std::string& rank_exe, const Dim
 
 bool RankPool::Send(const std::vector<RankProc*>& procs, const Cmd& cmd) {
   for (RankProc* p : procs) {
-    ssize_t w = write(p->cmd_fd, &cmd, sizeof cmd);
+    // The command channel is non-blocking (StartRank) and a command is
+    // smaller than PIPE_BUF, so it is written whole or not at all. The
+    // harness reads every command before it replies, so the pipe is empty
+    // when the judge writes; a full one was filled by someone else. Red team
+    // round 14 r14_cmd_pipe_stall: a candidate rank of the judge's uid
+    // reopened its command pipe through /proc/self/fd, wrote the harness's
+    // reply itself, filled the pipe and slept: the judge, blocked in
+    // write() on the frozen rank, never returned (killed at 40 s with a
+    // 5 s phase limit).
+    const ssize_t w = write(p->cmd_fd, &cmd, sizeof cmd);
+    if (w == static_cast<ssize_t>(sizeof cmd)) continue;
     // A dead rank shows up as EPIPE here and as EOF in Collect, which attributes it.
-    (void)w;
+    if (w < 0 && errno == EPIPE) continue;
+    const std::string d = fmt::format(
+        "{} rank {}: its command channel {} (something other than the harness wrote into it)",
+        p->ref ? "reference" : "candidate", p->rank,
+        w < 0 && errno == EAGAIN ? "was full" : fmt::format("took {} of {} bytes", w, sizeof cmd));
+    v1::RankFailure* f = out_->result().add_failures();
+    f->set_rank(p->rank);
+    f->set_error("protocol violation: " + d);
+    if (p->ref)
+      out_->HarnessFault(d);
+    else
+      out_->Cheat("result_channel", d);
+    return false;
   }
   return true;
 }
@@ -577,10 +601,12 @@ bool RankPool::Thaw(const std::function<void()>& before_continue) {
 // starting then (*t_send); the SIGCONT follows (Thaw's before_continue). A
 // failed send shows as a dead rank in Collect, as in RoundCmd.
 bool RankPool::CommandThenThaw(const Cmd& cmd, int64_t* t_send) {
-  return Thaw([&] {
+  bool sent = true;
+  const bool thawed = Thaw([&] {
     *t_send = MonotonicNs();
-    Send(cands_, cmd);
+    sent = Send(cands_, cmd);
   });
+  return thawed && sent;
 }
 
 // The candidate's clock runs from the command until every candidate process
@@ -657,16 +683,17 @@ bool RankPool::RefTimedRound(const Cmd& cmd, v1::Phase phase, std::vector<Reply>
       out_->HarnessFault(fmt::format("stopping the reference ranks: {}", std::string(st.message())));
       return false;
     }
-    bool sent = false;
+    bool sent = false, ok = true;
     ref_tree_.Thaw([&] {
       t_send = MonotonicNs();
-      Send(refs_, cmd);
+      ok = Send(refs_, cmd);
       sent = true;
     });
     if (!sent) {  // a trusted process is not judged by the freeze's checks
       t_send = MonotonicNs();
-      Send(refs_, cmd);
+      ok = Send(refs_, cmd);
     }
+    if (!ok) return false;
     if (!CollectRound(refs_, cmd.op, phase, t_send, replies, wall_ns)) return false;
   } else if (!RoundCmd(refs_, cmd, phase, replies, wall_ns, &t_send)) {
     return false;
@@ -687,7 +714,7 @@ bool RankPool::RoundCmd(const std::vector<RankProc*>& procs, const Cmd& c, v1::P
                         std::vector<Reply>* replies, int64_t* wall_ns, int64_t* t_send_ns) {
   const int64_t t_send = MonotonicNs();
   if (t_send_ns != nullptr) *t_send_ns = t_send;
-  Send(procs, c);
+  if (!Send(procs, c)) return false;
   return CollectRound(procs, c.op, phase, t_send, replies, wall_ns);
 }
 

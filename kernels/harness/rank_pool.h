@@ -84,6 +84,11 @@ class RankPool {
   void StartPhase() { deadline_ns_ = MonotonicNs() + int64_t(o_.timeout_s * 1e9); }
   void SetDeadline(int64_t deadline_ns) { deadline_ns_ = deadline_ns; }
 
+  // Writes `cmd` to each process's command channel without blocking. False
+  // (the outcome says why) when one could not be written whole: its channel
+  // was full, which only another writer can cause (CHEAT_DETECTED
+  // result_channel for a candidate rank, a harness fault for a reference
+  // one). A dead rank (EPIPE) is left to Collect, which attributes it.
   bool Send(const std::vector<RankProc*>& procs, const Cmd& cmd);
   // Waits for one reply of `op` from each process.
   bool Collect(const std::vector<RankProc*>& procs, uint32_t op, v1::Phase phase,
