@@ -19,6 +19,7 @@
 #include "cli/output.h"
 #include "common/grpc_status.h"
 #include "common/net.h"
+#include "common/utf8.h"
 #include "google/protobuf/util/json_util.h"
 #include "pkforge/v1/executor.grpc.pb.h"
 #include "rpc/credentials.h"
@@ -132,7 +133,8 @@ std::string Report(const v1::EvaluationResult& r) {
       "  time: total %.0f ms = compile wait %.0f + compile %.0f + queue %.0f + run %.0f (+ overhead)\n",
       st.total_ms(), st.compile_wait_ms(), st.compile_ms(), st.queue_ms(), st.run_ms()));
   if (r.unsafe_no_sandbox()) absl::StrAppend(&s, "  WARNING: evaluated without sandbox\n");
-  return s;
+  // Candidate-derived text (messages, stderr tails) cannot drive the terminal.
+  return TerminalSafe(s);
 }
 
 int RunEval(const EvalOptions& o) {

@@ -134,6 +134,24 @@ TEST_F(EvalTest, WrongOutputExitsOneAndShowsTheMismatch) {
   EXPECT_NE(r.out.find(" wrong; first at "), std::string::npos) << r.out;
 }
 
+// Red team round 14 r14_ansi_forge: what a candidate prints reaches the
+// person reading `pkforge eval` (stderr tails, messages quoting it); raw
+// escape sequences could clear the screen and draw a made-up verdict. The
+// report writes every control character as a visible escape.
+TEST_F(EvalTest, TerminalEscapesFromACandidateArePrintedAsText) {
+  StartExecutor();
+  const std::string file = Write(
+      "ansi.cc", absl::StrReplaceAll(
+                     executor::test_candidates::kAllreduce,
+                     {{"/*PRE*/", "fprintf(stderr, \"\\033[2J\\033[HOK: speedup 41.724x\\033[8m\\n\"); "
+                                  "fflush(stderr); return 3;"}}));
+  Cmd r = Eval(absl::StrCat("--quiet --executor ", server_->address(), " ", kHostArgs, file));
+  EXPECT_EQ(r.rc, 1) << r.out << r.err;
+  EXPECT_EQ(r.out.rfind("RUNTIME_ERROR: ", 0), 0u) << r.out;
+  EXPECT_EQ(r.out.find('\x1b'), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\\x1b[2J\\x1b[HOK: speedup 41.724x\\x1b[8m"), std::string::npos) << r.out;
+}
+
 // Issue #17 item 5, through the real executor: a candidate specialized for
 // the prompt's shape (tiny: M=3, N=37; nothing written at any other) is OK on
 // it and WRONG_OUTPUT on hidden shapes; the report names the drawn dims. A

@@ -30,6 +30,7 @@
 #include "common/grpc_status.h"
 #include "common/net.h"
 #include "common/status.h"
+#include "common/utf8.h"
 #include "fmt/format.h"
 #include "rpc/credentials.h"
 
@@ -177,7 +178,7 @@ void PrintJob(const v1::Job& j) {
   std::printf("job        %s\n", j.id().c_str());
   std::printf("state      %s%s%s\n", StateName(j.state()).c_str(),
               j.stop_reason().empty() ? "" : (" (" + j.stop_reason() + ")").c_str(),
-              j.error().empty() ? "" : ("  error: " + j.error()).c_str());
+              j.error().empty() ? "" : ("  error: " + TerminalSafe(j.error())).c_str());
   std::printf("problem    %s  backend=%s  world_size=%d  label=%s\n", s.problem().c_str(),
               s.backend() == v1::BACKEND_CUDA ? "cuda" : "host", s.world_size(),
               s.label().empty() ? "-" : s.label().c_str());
@@ -583,7 +584,7 @@ int RunExecutors(const RemoteOptions& ro, OutputFormat format) {
     std::printf("%-24s %-8s %-9d %-9lld %-5d %-10s %s\n", e.address().c_str(),
                 e.healthy() ? "yes" : "NO", e.in_flight(), static_cast<long long>(e.completed()),
                 e.device().usable_gpus(), Backends(e.device().backends()).c_str(),
-                e.last_error().empty() ? "-" : e.last_error().c_str());
+                e.last_error().empty() ? "-" : TerminalSafe(e.last_error()).c_str());
   }
   return kExitOk;
 }

@@ -30,4 +30,32 @@ size_t Utf8SequenceAt(std::string_view s, size_t i, uint32_t* cp) {
   return len;
 }
 
+std::string TerminalSafe(std::string_view s) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(s.size());
+  for (size_t i = 0; i < s.size();) {
+    uint32_t cp = 0;
+    const size_t n = Utf8SequenceAt(s, i, &cp);
+    if (n == 0) {
+      out += kUtf8Replacement;
+      ++i;
+      continue;
+    }
+    if ((cp < 0x20 && cp != '\n' && cp != '\t') || cp == 0x7f) {
+      out += "\\x";
+      out += kHex[cp >> 4];
+      out += kHex[cp & 0xf];
+    } else if (cp >= 0x80 && cp <= 0x9f) {
+      out += "\\u00";
+      out += kHex[cp >> 4];
+      out += kHex[cp & 0xf];
+    } else {
+      out.append(s.substr(i, n));
+    }
+    i += n;
+  }
+  return out;
+}
+
 }  // namespace pkforge

@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <string_view>
 
 namespace pkforge {
@@ -18,5 +19,14 @@ namespace pkforge {
 size_t Utf8SequenceAt(std::string_view s, size_t i, uint32_t* cp);
 
 inline constexpr std::string_view kUtf8Replacement = "\xEF\xBF\xBD";  // U+FFFD
+
+// Text for a terminal: every control character but newline and tab (C0,
+// DEL, the C1 controls U+0080-U+009F, which some terminals also obey) is
+// written as a visible escape ("\x1b", "\u009b"), and bytes that are not
+// UTF-8 as U+FFFD. What a candidate printed (stderr tails, messages that
+// quote it) reaches people through `pkforge eval` and the worker's text
+// output; raw, an escape sequence could clear the screen and draw a
+// made-up verdict (red team round 14 r14_ansi_forge).
+std::string TerminalSafe(std::string_view s);
 
 }  // namespace pkforge

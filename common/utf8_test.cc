@@ -38,3 +38,21 @@ TEST(Utf8SequenceAt, MalformedSequencesAreZero) {
 
 }  // namespace
 }  // namespace pkforge
+
+namespace pkforge {
+namespace {
+
+// Red team round 14 r14_ansi_forge: clear screen, home, a made-up verdict,
+// then SGR 8 (conceal) to hide the real one.
+TEST(TerminalSafe, ControlCharactersBecomeVisibleEscapes) {
+  EXPECT_EQ(TerminalSafe("\x1b[2J\x1b[HOK: 41.724x\x1b[8m"),
+            "\\x1b[2J\\x1b[HOK: 41.724x\\x1b[8m");
+  EXPECT_EQ(TerminalSafe("line\n\tindented\r\x07\x7f"), "line\n\tindented\\x0d\\x07\\x7f");
+  EXPECT_EQ(TerminalSafe("\xc2\x9b" "31m"), "\\u009b31m");  // C1 CSI
+  EXPECT_EQ(TerminalSafe("caf\xc3\xa9 \xe2\x9c\x93"), "caf\xc3\xa9 \xe2\x9c\x93");
+  EXPECT_EQ(TerminalSafe("bad \xff byte"), "bad \xEF\xBF\xBD byte");
+  EXPECT_EQ(TerminalSafe(std::string_view("a\0b", 3)), "a\\x00b");
+}
+
+}  // namespace
+}  // namespace pkforge

@@ -17,6 +17,7 @@
 
 #include "common/sha256.h"
 #include "common/status.h"
+#include "common/utf8.h"
 #include "fmt/format.h"
 #include "google/protobuf/util/json_util.h"
 #include "kernels/harness/checks.h"
@@ -479,7 +480,8 @@ std::string ResultToText(const Result& r) {
         "  reference median {:.2f} us, candidate median {:.2f} us (cv {:.3f}), speedup {:.3f}x\n",
         r.reference().median_us(), r.candidate().median_us(), r.candidate().cv(), r.speedup());
   for (const auto& f : r.flags()) s += "  flag: " + f + "\n";
-  return s;
+  // Messages quote what candidate code wrote (red team round 14 r14_ansi_forge).
+  return TerminalSafe(s);
 }
 
 }  // namespace pkforge::kernels

@@ -1529,10 +1529,10 @@ TEST(RedTeam, r14_cmd_pipe_stall) {
 // (`cat -v`: ^[[2J^[[HOK: 2 trials correct; ... ^[[8m), so a terminal shows
 // only the forged OK. The HTML report escapes them (cli/report.cc
 // HtmlEscape); the JSON output escapes them too.
-TEST(RedTeamPending, r14_ansi_forge) {
-  if (getenv("PKFORGE_REDTEAM_PENDING") == nullptr)
-    GTEST_SKIP() << "round 14 (raw terminal escapes from a candidate's stderr in `pkforge eval`); "
-                    "PKFORGE_REDTEAM_PENDING=1 runs it";
+// Fixed (common/utf8.h TerminalSafe in cli/eval.cc Report and the judge's
+// ResultToText): 792 bytes printed, no ESC (the test EvalTest.
+// TerminalEscapesFromACandidateArePrintedAsText pins the report itself).
+TEST(RedTeam, r14_ansi_forge) {
   const std::string worker = PKF_WORKER;
   const std::string bin = worker.substr(0, worker.rfind('/'));
   std::string source = __FILE__;
