@@ -252,7 +252,7 @@ Result Pipeline::RunWorkerOnce(const v1::EvaluateRequest& r, const std::string& 
   }
   std::vector<std::string> argv = LaunchArgv(r, artifact, false);
   argv.insert(argv.begin() + 2, "--result-key-stdin");
-  sandbox::SandboxPolicy policy = runtime_->Policy(scratch, gpus, deadline_ms);
+  sandbox::SandboxPolicy policy = runtime_->CandidatePolicy(scratch, gpus, deadline_ms);
   policy.stdin_fd = key_pipe[0];
   auto spawned = runtime_->sandbox().Spawn(argv, policy);
   close(key_pipe[0]);
@@ -352,7 +352,7 @@ void Pipeline::Profile(const v1::EvaluateRequest& r, const std::string& scratch,
   for (size_t i = 0; i + 1 < launch.size(); ++i)
     if (launch[i] == "--timeout") launch[i + 1] = absl::StrCat(timeout * 10);
   argv.insert(argv.end(), launch.begin(), launch.end());
-  sandbox::SandboxPolicy policy = runtime_->Policy(scratch, gpus, static_cast<int64_t>((40 * timeout + 60) * 1000));
+  sandbox::SandboxPolicy policy = runtime_->CandidatePolicy(scratch, gpus, static_cast<int64_t>((40 * timeout + 60) * 1000));
   policy.allow_perf_events = true;
   auto spawned = runtime_->sandbox().Spawn(argv, policy);
   if (!spawned.ok()) {
@@ -454,7 +454,7 @@ void Pipeline::Sanitize(const v1::EvaluateRequest& r, const std::string& scratch
     if (launch[i] == "--timeout") launch[i + 1] = absl::StrCat(timeout * 10);
   argv.insert(argv.end(), launch.begin(), launch.end());
   auto spawned = runtime_->sandbox().Spawn(
-      argv, runtime_->Policy(scratch, gpus, static_cast<int64_t>((40 * timeout + 60) * 1000)));
+      argv, runtime_->CandidatePolicy(scratch, gpus, static_cast<int64_t>((40 * timeout + 60) * 1000)));
   if (!spawned.ok()) {
     rep->set_error(absl::StrCat("could not start compute-sanitizer: ", spawned.status().message()));
     return;

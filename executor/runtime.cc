@@ -91,6 +91,14 @@ sandbox::SandboxPolicy Runtime::Policy(const std::string& scratch_dir,
   return p;
 }
 
+sandbox::SandboxPolicy Runtime::CandidatePolicy(const std::string& artifact_dir,
+                                                const std::vector<int>& gpus,
+                                                int64_t timeout_ms) const {
+  sandbox::SandboxPolicy p = Policy(artifact_dir, gpus, timeout_ms);
+  p.scratch_read_only = true;
+  return p;
+}
+
 absl::StatusOr<sandbox::SandboxResult> Runtime::Run(const std::vector<std::string>& argv,
                                                     const std::string& scratch_dir,
                                                     const std::vector<int>& gpus,

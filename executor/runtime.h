@@ -30,6 +30,16 @@ class Runtime {
   sandbox::SandboxPolicy Policy(const std::string& scratch_dir, const std::vector<int>& gpus,
                                 int64_t timeout_ms) const;
 
+  // A policy for a run of candidate code (the worker, ncu, compute-sanitizer
+  // over it): `artifact_dir` (the evaluation's scratch, where the compiled
+  // candidate is) is only readable, and the writable places are the
+  // sandbox's private /tmp (its working directory) and /dev/shm, tmpfs of
+  // tmpfs_mb each, charged to the run's memory cgroup. A writable host
+  // folder had no disk quota (red team round 14 r14_disk_fill: 3 GiB of the
+  // host's disk fallocated in 4 ms through a real executor).
+  sandbox::SandboxPolicy CandidatePolicy(const std::string& artifact_dir,
+                                         const std::vector<int>& gpus, int64_t timeout_ms) const;
+
   // Runs argv to completion under Policy(); never throws, never hangs past
   // timeout_ms (plus the sandbox's kill grace).
   absl::StatusOr<sandbox::SandboxResult> Run(const std::vector<std::string>& argv,

@@ -65,5 +65,20 @@ TEST(RuntimePolicyTest, RunsGetTheirLanesCpus) {
   EXPECT_EQ(runtime.Policy("/tmp/scratch", {}, 1000).cpus, (std::vector<int>{6, 7, 8}));
 }
 
+// Runs of candidate code (the worker, ncu and compute-sanitizer over it) get
+// their evaluation's folder read-only and work in the sandbox's private
+// tmpfs: a writable host folder had no disk quota (red team round 14
+// r14_disk_fill: 3 GiB of host disk in 4 ms through a real executor).
+TEST(RuntimePolicyTest, CandidateRunsGetTheirFolderReadOnly) {
+  ExecutorConfig config;
+  Runtime runtime(config, nullptr);
+  const sandbox::SandboxPolicy p = runtime.CandidatePolicy("/tmp/scratch", {}, 1000);
+  EXPECT_EQ(p.scratch_dir, "/tmp/scratch");
+  EXPECT_TRUE(p.scratch_read_only);
+  EXPECT_TRUE(p.cwd.empty());  // the sandbox's /tmp
+  EXPECT_GT(p.tmpfs_mb, 0);
+  EXPECT_FALSE(runtime.Policy("/tmp/scratch", {}, 1000).scratch_read_only);  // compiles write
+}
+
 }  // namespace
 }  // namespace pkforge::executor

@@ -263,7 +263,9 @@ std::vector<std::string> BuildBwrapArgs(const BwrapRequest& r) {
 
   for (const std::string& p : r.system_ro_paths) add({"--ro-bind", p, p});
   for (const std::string& p : r.ro_paths) add({"--ro-bind", p, p});
-  if (!r.scratch_dir.empty()) add({"--bind", r.scratch_dir, r.scratch_dir});
+  if (!r.scratch_dir.empty())
+    add({r.policy != nullptr && r.policy->scratch_read_only ? "--ro-bind" : "--bind", r.scratch_dir,
+         r.scratch_dir});
   for (const std::string& p : r.rw_paths) add({"--bind", p, p});
 
   // bwrap's root is a tmpfs; without this the command could write (and fill

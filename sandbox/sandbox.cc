@@ -286,7 +286,9 @@ absl::StatusOr<SpawnPaths> ValidateSpawn(const SandboxConfig& config,
     ASSIGN_OR_RETURN(std::string c, CanonicalPolicyPath("system ro path", p));
     system_ro.push_back(std::move(c));
   }
-  std::string cwd = policy.cwd.empty() ? (scratch.empty() ? "/tmp" : scratch) : policy.cwd;
+  std::string cwd = !policy.cwd.empty()                              ? policy.cwd
+                    : scratch.empty() || policy.scratch_read_only ? std::string("/tmp")
+                                                                   : scratch;
   if (cwd.front() != '/' || ContainsNul(cwd)) {
     return absl::InvalidArgumentError(fmt::format("cwd '{}': must be absolute", cwd));
   }

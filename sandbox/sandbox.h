@@ -104,6 +104,13 @@ struct SandboxPolicy {
   // Host directory bound read-write at the same path and used as the working
   // directory. Must exist. Empty: no writable directory except /tmp.
   std::string scratch_dir;
+  // scratch_dir bound read-only instead, and the working directory /tmp
+  // (unless cwd says otherwise): for runs of untrusted code that only need
+  // to read what is there (the executor's worker runs: a writable host
+  // folder has no disk quota; red team round 14 r14_disk_fill). It is still
+  // handed to run_as_uid, so that uid can read it. Without the sandbox
+  // (unsafe_no_sandbox) nothing makes it read-only.
+  bool scratch_read_only = false;
   // Host paths bound at the same path, read-only / read-write.
   std::vector<std::string> ro_paths;
   std::vector<std::string> rw_paths;

@@ -245,6 +245,25 @@ TEST_F(IsolationTest, FilesystemWritesOutsideScratchAndRwPathsFail) {
   }
 }
 
+// scratch_read_only (the executor's runs of candidate code): the scratch is
+// readable and not writable, and the working directory is the private /tmp,
+// a tmpfs, so nothing written lands on the host's disk (red team round 14
+// r14_disk_fill: 3 GiB fallocated in a writable scratch, no quota).
+TEST_F(IsolationTest, AReadOnlyScratchIsReadableNotWritable) {
+  WriteFile(scratch_ + "/artifact.so", "compiled\n");
+  SandboxPolicy policy = Policy();
+  policy.scratch_read_only = true;
+  SandboxResult w = Probe({"write", scratch_ + "/pwned"}, policy);
+  EXPECT_EQ(w.exit_code, 1) << w.stdout_data;
+  EXPECT_THAT(Value(w.stdout_data, "write"), AnyOf("EROFS", "EACCES", "EPERM"));
+  EXPECT_FALSE(FileExists(scratch_ + "/pwned"));
+  SandboxResult here = Probe({"write", "relative-pwned"}, policy);  // the working directory
+  EXPECT_EQ(here.exit_code, 0) << here.stdout_data;
+  EXPECT_FALSE(FileExists(scratch_ + "/relative-pwned"));
+  SandboxResult r = Probe({"read", scratch_ + "/artifact.so"}, policy);
+  EXPECT_EQ(r.exit_code, 0) << r.stdout_data << r.stderr_data;
+}
+
 TEST_F(IsolationTest, FilesystemHostWideProcIsReadOnlyAndMasked) {
   // Opened for writing and closed without writing: harmless even if the
   // defence broke, and the open alone proves whether it holds.

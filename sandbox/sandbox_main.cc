@@ -46,6 +46,7 @@ constexpr int kExitSetupFailure = 125;
 // The one config struct of this binary, with in-class defaults.
 struct CliConfig {
   std::string scratch;  // empty: a fresh temporary directory, removed after
+  bool scratch_read_only = false;  // --scratch-read-only
   double timeout_s = 60;
   int64_t cpu_seconds = 600;
   int64_t max_file_mb = 1024;
@@ -93,6 +94,8 @@ int main(int argc, char** argv) {
   app.add_option("--scratch", cfg.scratch,
                  "Writable working directory bound into the sandbox (default: a fresh "
                  "temporary directory, deleted afterwards)");
+  app.add_flag("--scratch-read-only", cfg.scratch_read_only,
+               "Bind the scratch directory read-only and work in the private /tmp");
   app.add_option("--timeout", cfg.timeout_s, "Wall-clock deadline in seconds (0: none)")
       ->capture_default_str();
   app.add_option("--cpu-seconds", cfg.cpu_seconds, "CPU time per process (0: unlimited)")
@@ -186,6 +189,7 @@ int main(int argc, char** argv) {
 
   SandboxPolicy policy;
   policy.scratch_dir = scratch;
+  policy.scratch_read_only = cfg.scratch_read_only;
   policy.ro_paths = cfg.ro;
   policy.rw_paths = cfg.rw;
   policy.gpu = cfg.gpu || !cfg.gpus.empty();

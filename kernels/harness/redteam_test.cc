@@ -1427,10 +1427,12 @@ TEST(RedTeam, r13_idle_helper_whole) { ExpectProgressCheat("r13_idle_helper_whol
 // Expected once fixed: a per-evaluation disk quota (or no writable host
 // folder at all: the worker needs only to read its artifact), so well under
 // the 1 GiB asked for.
-TEST(RedTeamPending, r14_disk_fill) {
-  if (getenv("PKFORGE_REDTEAM_PENDING") == nullptr)
-    GTEST_SKIP() << "round 14 (1.1 GiB of host disk through the sandbox's scratch, no quota); "
-                    "PKFORGE_REDTEAM_PENDING=1 runs it";
+// Fixed: the executor runs candidate code with its folder read-only and the
+// working directory in the sandbox's private tmpfs (Runtime::CandidatePolicy,
+// SandboxPolicy::scratch_read_only; RuntimePolicyTest.
+// CandidateRunsGetTheirFolderReadOnly pins the executor's choice), run here
+// the same way (--scratch-read-only).
+TEST(RedTeam, r14_disk_fill) {
   const std::string worker = PKF_WORKER;
   const std::string bin = worker.substr(0, worker.rfind('/'));
   const std::string scratch = NewDir("r14_disk_fill_scratch");
@@ -1444,7 +1446,7 @@ TEST(RedTeamPending, r14_disk_fill) {
   }
   chmod(scratch.c_str(), 0700);
   const std::string cmd = fmt::format(
-      "{}/pkforge-sandbox --scratch {} --max-file-mb 64 --timeout 120 {}--ro {} --ro {} "
+      "{}/pkforge-sandbox --scratch {} --scratch-read-only --max-file-mb 64 --timeout 120 {}--ro {} --ro {} "
       "--env PATH=/usr/bin:/bin -- {} launch --problem allreduce --backend host --world-size 3 "
       "--dtype f32 --size tiny --trials 2 --warmup 1 --iters 6 --timeout 10 --json "
       "{}/redteam_r14_disk_fill.so",
