@@ -448,9 +448,10 @@ void RankPool::Timeout(const std::vector<RankProc*>& stuck, v1::Phase phase) {
     f->set_phase(phase);
     f->set_error(fmt::format("{} rank {} gave no reply within {} s ({})",
                              p->ref ? "reference" : "candidate", p->rank, o_.timeout_s,
-                             in_barrier                  ? "waiting in the barrier"
-                             : c->in_run[p->rank].load() ? "inside the candidate's code"
-                                                         : "in the harness"));
+                             in_barrier ? "waiting in the barrier"
+                             : c->in_run[p->rank].load()
+                                 ? (p->ref ? "inside the reference's code" : "inside the candidate's code")
+                                 : "in the harness"));
     f->set_stderr_tail(Tail(p->err_fd, 2000));
     names += fmt::format("{}{}", names.empty() ? "" : ",", p->rank);
   }
