@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# The GPU validation of one session, in parts that each fit one call of a
+# lent GPU machine (scripts/bundle.sh here first; the call carries
+# bundle/pkforge-bundle.tgz and runs this from the repo root):
+#   scripts/gpu-session.sh 1     probe and sandbox gpu tests, the executor-slowness
+#                                diagnosis (the same worker launch directly and in
+#                                pkforge-sandbox with --gpu, --gpus 0, --run-as-uid),
+#                                redteam_gpu_test with PKFORGE_REDTEAM_PENDING=1,
+#                                kernels_gpu_test without the oracle test
+#   scripts/gpu-session.sh 2     executor_gpu_test, the oracle test, the late seccomp
+#                                filter (PKFORGE_CUDA_LATE_FILTER=1) on controls and
+#                                naive candidates
+#   scripts/gpu-session.sh 3     kernel_templates_gpu_test, identical-candidate fidelity
+#   scripts/gpu-session.sh diag  the diagnosis alone
+# Each step has its own time limit; logs go to $OUT/logs.tgz (one file, rewritten after
+# every step, since a call returns few files and may be cut at its limit).
+# scripts/gpu-suite.sh is the whole suite for a GPU host of one's own.
+set -uo pipefail
+PART="${1:-1}"
+O="${OUT:-/tmp/out}"; mkdir -p "$O" /tmp/gpu-logs/logs
+# A call returns at most 8 files: the logs travel as one archive, rewritten
+# after every step so a call cut at its limit still brings them back.
+pack() { tar -C /tmp/gpu-logs -czf /tmp/gpu-logs/logs.tgz logs && cp /tmp/gpu-logs/logs.tgz "$O/logs.tgz"; }
+trap 'pack' EXIT
+T0=$SECONDS
+t() {  # t NAME SECONDS [ENV=V ...] cmd...
+  local name="$1" secs="$2"; shift 2
+  local t0=$SECONDS
+  timeout --signal=KILL "$secs" env "$@" >"/tmp/gpu-logs/logs/$name.log" 2>&1
+  local rc=$?
+  echo "== $name rc=$rc $((SECONDS - t0))s (at $((SECONDS - T0))s)"
+  pack
+  grep -E "^\[  (FAILED|  OK|  SKIPPED) |PASSED|FAILED TEST|result|speedup" "/tmp/gpu-logs/logs/$name.log" | tail -n 40
+}
+tar -C bundle -xzf bundle/pkforge-bundle.tgz
+H=scripts/gpu-host.sh
+B=build-gpu
+nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv | tee "/tmp/gpu-logs/logs/gpu.txt"
+nproc; 
+if [[ "$PART" == 1 ]]; then
+  t probe 30 $H $B/kernels/probe_gpu_test
+  t sandbox 30 $H $B/sandbox/sandbox_gpu_test
+fi
+if [[ "$PART" == 1 || "$PART" == diag ]]; then
+  # Executor slowness (open since session 9): the same worker launch directly,
+  # in the sandbox with --gpu, with --gpus 0, and with --run-as-uid 65534.
+  WL="$B/bin/pkforge-worker launch --problem allreduce --backend cuda --world-size 1 --dtype bf16 --size tiny --json $B/kernels/candidates/naive_cuda_allreduce.so"
+  SB="$B/bin/pkforge-sandbox --max-procs 4096 --ro $PWD --ro $(readlink -f $B) --ro /work --env PKFORGE_TIMING_DIAG=1"
+  t diag_direct 30 PKFORGE_TIMING_DIAG=1 $H $WL
+  t diag_sb_gpu 30 $H bash -c "$SB --env LD_LIBRARY_PATH=\$LD_LIBRARY_PATH --gpu -- $WL"
+  t diag_sb_gpus0 30 $H bash -c "$SB --env LD_LIBRARY_PATH=\$LD_LIBRARY_PATH --gpus 0 -- $WL"
+  t diag_sb_uid 30 $H bash -c "$SB --env LD_LIBRARY_PATH=\$LD_LIBRARY_PATH --gpus 0 --run-as-uid 65534 --run-as-gid 65534 -- $WL"
+  grep -H "^phase\|rror" /tmp/gpu-logs/logs/diag_*.log | head -40
+fi
+if [[ "$PART" == 1 ]]; then
+  t redteam 200 PKFORGE_REDTEAM_PENDING=1 $H $B/kernels/redteam_gpu_test
+  t kernels 170 $H $B/kernels/kernels_gpu_test --gtest_filter=-*CudaReferenceMatchesHostOracle*
+fi
+if [[ "$PART" == 2 ]]; then
+  t executor 170 $H $B/executor/executor_gpu_test
+  t oracle 150 $H $B/kernels/kernels_gpu_test --gtest_filter=*CudaReferenceMatchesHostOracle*
+  t redteam_late 120 PKFORGE_CUDA_LATE_FILTER=1 $H $B/kernels/redteam_gpu_test --gtest_filter=*control*:*early_return*:*side_stream*
+  t naive_late 60 PKFORGE_CUDA_LATE_FILTER=1 $H $B/kernels/kernels_gpu_test --gtest_filter=*EveryNaiveCuda*:*ReferenceAsCandidate*
+fi
+if [[ "$PART" == 3 ]]; then
+  t templates 250 $H $B/agent/kernel_templates_gpu_test
+  W="$B/bin/pkforge-worker bench --backend cuda --candidates $B/kernels/candidates"
+  t fidelity 250 $H $W --world-size 1 --size default --repeats 10
+fi
