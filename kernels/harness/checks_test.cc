@@ -268,6 +268,14 @@ TEST(ProgressSettledRule, AConvictionMustHoldForTwoMoreProbes) {
   EXPECT_TRUE(ProgressSettled(fuser, 3));
   EXPECT_TRUE(ProgressSettled({consistent, consistent, consistent}, 3));
   EXPECT_FALSE(ProgressSettled({consistent, consistent}, 3));
+  // Six probes and not one conclusive (late stops): more would not help.
+  ProgressSample late = consistent;
+  late.late_stop = true;
+  EXPECT_FALSE(ProgressSettled(std::vector<ProgressSample>(5, late), 3));
+  EXPECT_TRUE(ProgressSettled(std::vector<ProgressSample>(6, late), 3));
+  std::vector<ProgressSample> one = std::vector<ProgressSample>(6, late);
+  one.push_back(consistent);
+  EXPECT_FALSE(ProgressSettled(one, 3));  // one conclusive: wait for three
 }
 
 }  // namespace

@@ -49,6 +49,12 @@ double BinomialTail(int n, int k, double q) {
 
 bool ProgressSettled(const std::vector<ProgressSample>& samples, int wanted, bool ahead_convicts) {
   const ProgressVerdict v = JudgeProgress(samples, ahead_convicts);
+  // Twice the probes wanted and not one conclusive: more will not be either
+  // (batches whose stops always come late, e.g. ~150 us at world size 1,
+  // tiny); the check says "not judged". Extending to the cap there cost
+  // kernels_host_test ~50 s (210 evaluations).
+  if (v.conclusive == 0 && v.ahead_only == 0 && samples.size() >= 2 * static_cast<size_t>(wanted))
+    return true;
   if (v.conclusive < wanted) return false;
   if (v.anomalous == 0) return true;
   if (!v.cheat) return false;

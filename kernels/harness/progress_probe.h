@@ -100,7 +100,8 @@ inline constexpr double kHonestTail = 1e-5;
 
 // Whether the probes so far decide: at least `wanted` conclusive, and none
 // anomalous, or enough for a conviction that has held for kConfirmProbes
-// more probes since it first did. An undecided mix (one or two anomalous
+// more probes since it first did; or 2 x `wanted` probes of which none was
+// conclusive (more would not be: the stops of such batches come late). An undecided mix (one or two anomalous
 // among consistent ones) gets more probes (timing_schedule.h): a fuser's
 // next ones are anomalous too (red team round 6 drip_aware_fuse: 2 of 3
 // behind, a flag, at 12-16x), an honest candidate's are not, so a
