@@ -765,7 +765,19 @@ TEST(RedTeam, control_fast_gemm) {
 }
 // Fused until a probe shows itself (two SIGCONTs between batch starts), then
 // honest on long batches: one anomalous probe is below the two-probe rule.
-TEST(RedTeam, probe_adapt_after_stop) { ExpectProgressCheat("probe_adapt_after_stop"); }
+// With a probe drawn before each sample slot (timing_schedule.h), the first
+// probe comes after about one sample, so fusing until it has been seen fuses
+// about one sample: OK at the honest algorithm's speed (5.6x once, 11:40,
+// against control_flag_epoch 5-8x), or CHEAT (its honest batches are timed
+// against the fused span and read behind). Either way no forged gain: OK is
+// bounded by 1.5x the honest epoch's speedup, as its EXPECT says.
+TEST(RedTeam, probe_adapt_after_stop) {
+  Result h;
+  Expect("control_flag_epoch", {kOk, Cheat({"batch_drip"})}, "", 10, "", 0, false, &h);
+  const double honest = h.status() == Result::OK ? h.speedup() : 5.0;
+  for (int i = 0; i < 2; ++i)
+    Expect("probe_adapt_after_stop", {kCheatAny, kOk}, "", 10, "", std::max(1.5 * honest, 9.0));
+}
 
 // Blame through the kernel: a 2.4 s io_uring interrupt storm aimed at the
 // reference freeze that follows the candidate's second batch (a reference
