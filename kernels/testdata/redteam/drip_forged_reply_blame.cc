@@ -24,15 +24,6 @@
 #include "kernels/testdata/redteam/chunk_lookahead.h"
 
 namespace {
-struct FakeReply {  // kernels/harness/protocol.h Reply, as an attacker copies it
-  uint32_t magic, op;
-  int32_t rc;
-  uint32_t n_checks;
-  int64_t t0_ns, t1_ns;
-  uint64_t value, input_diff;
-  char checks[4][64];
-  char message[256];
-};
 rt_slots g_s;
 }  // namespace
 

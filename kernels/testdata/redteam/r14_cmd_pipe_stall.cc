@@ -22,18 +22,6 @@
 // timeout, from the judge, never a hang; as root WRONG_OUTPUT (blocked).
 #include "kernels/testdata/redteam/redteam.h"
 
-namespace {
-struct FakeReply {  // kernels/harness/protocol.h Reply, as an attacker copies it
-  uint32_t magic, op;
-  int32_t rc;
-  uint32_t n_checks;
-  int64_t t0_ns, t1_ns;
-  uint64_t value, input_diff;
-  char checks[4][64];
-  char message[256];
-};
-}  // namespace
-
 extern "C" int pkf_setup(pkf_context* ctx) {
   if (ctx->rank != 0) return 0;
   const int w = open("/proc/self/fd/3", O_WRONLY | O_NONBLOCK | O_CLOEXEC);

@@ -40,6 +40,19 @@
 
 #include "kernels/testdata/wrap_allreduce.inc"
 
+// kernels/harness/protocol.h Reply, as an attacker copies it (the attacks
+// that write forged replies on the rank's reply or command channel).
+struct FakeReply {
+  uint32_t magic, op;
+  int32_t rc;
+  uint32_t n_checks;
+  int64_t t0_ns, t1_ns;
+  uint64_t value, input_diff;
+  char checks[4][64];
+  char message[256];
+};
+static_assert(sizeof(FakeReply) == 560, "layout of Reply");
+
 static inline int64_t rt_now_ns() {
   struct timespec ts;
   syscall(SYS_clock_gettime, CLOCK_MONOTONIC, &ts);  // not through libc: some attacks patch it

@@ -11,17 +11,6 @@
 // wallclock_crosscheck.
 #include "kernels/testdata/redteam/redteam.h"
 
-struct FakeReply {  // kernels/harness/protocol.h Reply
-  uint32_t magic, op;
-  int32_t rc;
-  uint32_t n_checks;
-  int64_t t0_ns, t1_ns;
-  uint64_t value, input_diff;
-  char checks[4 * 64];
-  char message[256];
-};
-static_assert(sizeof(FakeReply) == 560, "layout of Reply");
-
 extern "C" int pkf_run(pkf_context* ctx, const pkf_tensor* in, int32_t n_in, pkf_tensor* out,
                        int32_t n_out, void* stream) {
   const bool batch = rt_batch_call();
