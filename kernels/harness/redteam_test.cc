@@ -1596,5 +1596,33 @@ TEST(RedTeam, r14_ansi_forge) {
       << c.output;
 }
 
+// Round 15 (helper-redteam15, 2026-12-05, against f5230d8): the probes'
+// "main thread" is the thread-group leader (judge_internal.h
+// CandidateWindow::MainThreadsCpuNs reads ThreadCpuNs(pid, pid)). pkf_setup
+// saves the harness's context (swapcontext), parks the leader on a private
+// stack in a futex wait with every signal blocked, and a thread it created
+// (baseline, allowed) resumes that context on the leader's stack: it returns
+// from pkf_setup and runs the harness's command loop, every pkf_run
+// included, for the rest of the evaluation. The leader's CPU time stays 0,
+// so every probe is main_idle (inconclusive); with none late or starved
+// batch_progress says "not judged" and passes without a flag. The calls
+// fuse whole batches, drips honest. r15_parked_leader_sleep (futex-sleeping
+// exchange, so no stop comes late): OK 11.4-13.0x, batch_progress passed
+// "not judged" in every launch (only batch_consistency flags: 75th
+// percentile); r15_parked_leader_fuse (spinning exchange): OK 8.4-12.3x,
+// late stops flag it. control_flag_epoch OK 4.8-5.8x in the same minutes.
+TEST(RedTeamPending, r15_parked_leader_sleep) {
+  if (getenv("PKFORGE_REDTEAM_PENDING") == nullptr)
+    GTEST_SKIP() << "round 15 (OK 11-13x, every probe main_idle, against an honest 5-6x); "
+                    "PKFORGE_REDTEAM_PENDING=1 runs it";
+  R13ExpectUnderHonestEpoch("r15_parked_leader_sleep", 4);
+}
+TEST(RedTeamPending, r15_parked_leader_fuse) {
+  if (getenv("PKFORGE_REDTEAM_PENDING") == nullptr)
+    GTEST_SKIP() << "round 15 (OK 8-12x, every probe main_idle or late, against an honest 5-6x); "
+                    "PKFORGE_REDTEAM_PENDING=1 runs it";
+  R13ExpectUnderHonestEpoch("r15_parked_leader_fuse", 4);
+}
+
 }  // namespace
 }  // namespace pkforge::kernels
