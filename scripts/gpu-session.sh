@@ -2,14 +2,15 @@
 # The GPU validation of one session, in parts that each fit one call of a
 # lent GPU machine (scripts/bundle.sh here first; the call carries
 # bundle/pkforge-bundle.tgz and runs this from the repo root):
-#   scripts/gpu-session.sh 1     probe and sandbox gpu tests, the executor-slowness
-#                                diagnosis (the same worker launch directly and in
-#                                pkforge-sandbox with --gpu, --gpus 0, --run-as-uid),
-#                                redteam_gpu_test with PKFORGE_REDTEAM_PENDING=1,
-#                                kernels_gpu_test without the oracle test
-#   scripts/gpu-session.sh 2     executor_gpu_test, the oracle test, the late seccomp
-#                                filter (PKFORGE_CUDA_LATE_FILTER=1) on controls and
-#                                naive candidates
+#   scripts/gpu-session.sh 1     the most telling first: redteam_gpu_test with
+#                                PKFORGE_REDTEAM_PENDING=1, executor_gpu_test (the path
+#                                real clients take), kernels_gpu_test without the oracle
+#                                test, the probe test
+#   scripts/gpu-session.sh 2     sandbox gpu test, the executor-slowness diagnosis (the
+#                                same worker launch directly and in pkforge-sandbox with
+#                                --gpu, --gpus 0, --run-as-uid), the oracle test, the late
+#                                seccomp filter (PKFORGE_CUDA_LATE_FILTER=1) on controls
+#                                and naive candidates
 #   scripts/gpu-session.sh 3     kernel_templates_gpu_test, identical-candidate fidelity
 #   scripts/gpu-session.sh diag  the diagnosis alone
 # Each step has its own time limit; logs go to $OUT/logs.tgz (one file, rewritten after
@@ -38,10 +39,15 @@ B=build-gpu
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv | tee "/tmp/gpu-logs/logs/gpu.txt"
 nproc; 
 if [[ "$PART" == 1 ]]; then
+  t redteam 200 PKFORGE_REDTEAM_PENDING=1 $H $B/kernels/redteam_gpu_test
+  t executor 170 $H $B/executor/executor_gpu_test
+  t kernels 170 $H $B/kernels/kernels_gpu_test --gtest_filter=-*CudaReferenceMatchesHostOracle*
   t probe 30 $H $B/kernels/probe_gpu_test
+fi
+if [[ "$PART" == 2 ]]; then
   t sandbox 30 $H $B/sandbox/sandbox_gpu_test
 fi
-if [[ "$PART" == 1 || "$PART" == diag ]]; then
+if [[ "$PART" == 2 || "$PART" == diag ]]; then
   # Executor slowness (open since session 9): the same worker launch directly,
   # in the sandbox with --gpu, with --gpus 0, and with --run-as-uid 65534.
   WL="$B/bin/pkforge-worker launch --problem allreduce --backend cuda --world-size 1 --dtype bf16 --size tiny --json $B/kernels/candidates/naive_cuda_allreduce.so"
@@ -52,14 +58,9 @@ if [[ "$PART" == 1 || "$PART" == diag ]]; then
   t diag_sb_uid 30 $H bash -c "$SB --env LD_LIBRARY_PATH=\$LD_LIBRARY_PATH --gpus 0 --run-as-uid 65534 --run-as-gid 65534 -- $WL"
   grep -H "^phase\|rror" /tmp/gpu-logs/logs/diag_*.log | head -40
 fi
-if [[ "$PART" == 1 ]]; then
-  t redteam 200 PKFORGE_REDTEAM_PENDING=1 $H $B/kernels/redteam_gpu_test
-  t kernels 170 $H $B/kernels/kernels_gpu_test --gtest_filter=-*CudaReferenceMatchesHostOracle*
-fi
 if [[ "$PART" == 2 ]]; then
-  t executor 170 $H $B/executor/executor_gpu_test
   t oracle 150 $H $B/kernels/kernels_gpu_test --gtest_filter=*CudaReferenceMatchesHostOracle*
-  t redteam_late 120 PKFORGE_CUDA_LATE_FILTER=1 $H $B/kernels/redteam_gpu_test --gtest_filter=*control*:*early_return*:*side_stream*
+  t redteam_late 100 PKFORGE_CUDA_LATE_FILTER=1 $H $B/kernels/redteam_gpu_test --gtest_filter=*control*:*early_return*:*side_stream*
   t naive_late 60 PKFORGE_CUDA_LATE_FILTER=1 $H $B/kernels/kernels_gpu_test --gtest_filter=*EveryNaiveCuda*:*ReferenceAsCandidate*
 fi
 if [[ "$PART" == 3 ]]; then
