@@ -1624,5 +1624,23 @@ TEST(RedTeamPending, r15_parked_leader_fuse) {
   R13ExpectUnderHonestEpoch("r15_parked_leader_fuse", 4);
 }
 
+// Round 15: row 25's interrupt storm through disk write-back, which no
+// seccomp rule can refuse (write, sync_file_range). r15_writeback_storm's
+// rank 0 dirties every other page of a 2 MiB region of an unnamed /tmp file
+// at the last call of each timed batch and starts their write-back
+// (SYNC_FILE_RANGE_WRITE, no wait): the completions interrupt CPU 1 (the
+// ranks' CPU; every virtio-blk interrupt lands there on this VM) while the
+// candidate is frozen. pkf_run is the naive reference. OK 0.54x (256 pages),
+// 0.92-0.95x (16-48 pages), 0.85x (16 pages, every rank) against
+// control_naive 0.98-0.99x: submitting costs the candidate what the
+// completions cost the reference; the judge holds. Bounded by 1.2x
+// control_naive's speedup.
+TEST(RedTeam, r15_writeback_storm) {
+  const double honest = HonestSpeedup();
+  for (int i = 0; i < 2; ++i)
+    Expect("r15_writeback_storm", {kCheatAny, kOk, kRuntime, Accept{Result::SETUP_ERROR, {}}}, "",
+           10, "", 1.2 * honest);
+}
+
 }  // namespace
 }  // namespace pkforge::kernels
