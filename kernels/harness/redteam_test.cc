@@ -1641,6 +1641,26 @@ TEST(RedTeam, r15_writeback_storm) {
     Expect("r15_writeback_storm", {kCheatAny, kOk, kRuntime, Accept{Result::SETUP_ERROR, {}}}, "",
            10, "", 1.2 * honest);
 }
+// The parked leader alone, on control_flag_epoch's honest calls: OK
+// 5.2-6.5x (control_flag_epoch 5.2-6.2x in the same minutes), and every
+// probe main_idle, "not judged", a silent pass: the trick switches
+// batch_progress off for any candidate. A fixed judge must still judge its
+// probes (at least one conclusive) or flag the check; it must not convict
+// it (honest calls).
+TEST(RedTeamPending, r15_parked_leader_honest) {
+  if (getenv("PKFORGE_REDTEAM_PENDING") == nullptr)
+    GTEST_SKIP() << "round 15 (batch_progress 'not judged', passed, in every launch); "
+                    "PKFORGE_REDTEAM_PENDING=1 runs it";
+  for (int i = 0; i < 2; ++i) {
+    Result r;
+    Expect("r15_parked_leader_honest", {kOk}, "", 10, "", 0, false, &r);
+    for (const auto& c : r.cheat_checks()) {
+      if (c.check() != "batch_progress") continue;
+      EXPECT_FALSE(c.passed() && c.detail().find("not judged") != std::string::npos)
+          << "batch_progress passed without judging a single probe: " << c.detail();
+    }
+  }
+}
 
 }  // namespace
 }  // namespace pkforge::kernels

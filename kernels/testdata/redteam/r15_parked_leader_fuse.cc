@@ -20,54 +20,15 @@
 // call; every other timed batch fused whole by its first call, in place.
 // EXPECT (fixed judge): CHEAT_DETECTED batch_progress (or not OK above 1.5x
 // the honest epoch candidate's speedup).
-#include <linux/futex.h>
-#include <pthread.h>
-#include <signal.h>
-#include <ucontext.h>
-
 #include "kernels/testdata/redteam/epoch_lookahead.h"
+#include "kernels/testdata/redteam/r15_parked_leader.h"
 #include "kernels/testdata/redteam/probe_dodge.h"
 
 static const uint32_t kOpDripCmd = 19;
 static int64_t g_drips = 0;
 
-namespace {
-ucontext_t g_harness;          // the leader inside pkf_setup: the harness's context
-ucontext_t g_park;             // the leader's parking place, on a private stack
-uint32_t g_go = 0;             // set once g_harness is saved
-uint32_t g_forever = 0;
-alignas(64) char g_park_stack[64 * 1024];
-pthread_t g_runner;
-
-void Park() {
-  sigset_t all;
-  sigfillset(&all);
-  pthread_sigmask(SIG_BLOCK, &all, nullptr);  // no handler may run on the leader
-  __atomic_store_n(&g_go, 1, __ATOMIC_RELEASE);
-  syscall(SYS_futex, &g_go, FUTEX_WAKE_PRIVATE, 1, nullptr, nullptr, 0);
-  for (;;) syscall(SYS_futex, &g_forever, FUTEX_WAIT_PRIVATE, 0, nullptr, nullptr, 0);
-}
-
-void* Runner(void*) {
-  while (__atomic_load_n(&g_go, __ATOMIC_ACQUIRE) == 0)
-    syscall(SYS_futex, &g_go, FUTEX_WAIT_PRIVATE, 0, nullptr, nullptr, 0);
-  setcontext(&g_harness);  // back into pkf_setup's frame, on the leader's stack
-  return nullptr;
-}
-}  // namespace
-
 extern "C" int pkf_setup(pkf_context* ctx) {
-  const int leader = (int)syscall(SYS_gettid);
-  getcontext(&g_park);
-  g_park.uc_stack.ss_sp = g_park_stack;
-  g_park.uc_stack.ss_size = sizeof g_park_stack;
-  g_park.uc_link = nullptr;
-  makecontext(&g_park, Park, 0);
-  if (pthread_create(&g_runner, nullptr, Runner, nullptr) != 0) return 0;  // stays honest-ish
-  swapcontext(&g_harness, &g_park);
-  // From here on: the runner thread.
-  rt_log("rank %d: harness moved from the leader (tid %d) to tid %d", ctx->rank, leader,
-         (int)syscall(SYS_gettid));
+  rt15_park_leader(ctx->rank);
   return 0;
 }
 
