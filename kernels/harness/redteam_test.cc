@@ -1661,6 +1661,16 @@ TEST(RedTeamPending, r15_parked_leader_honest) {
     }
   }
 }
+// The parked leader fusing in chunks of 32 calls (a long batch then costs
+// per call about what a short one does, so batch_consistency stays quiet):
+// OK 9.9x with no flag at all once, 9.7x, 6.2-7.7x under another session's
+// load (late stops flag it there), against control_flag_epoch 4.6-5.1x.
+TEST(RedTeamPending, r15_parked_leader_k32) {
+  if (getenv("PKFORGE_REDTEAM_PENDING") == nullptr)
+    GTEST_SKIP() << "round 15 (OK 6-10x, once without any flag, against an honest 5x); "
+                    "PKFORGE_REDTEAM_PENDING=1 runs it";
+  R13ExpectUnderHonestEpoch("r15_parked_leader_k32", 4);
+}
 
 }  // namespace
 }  // namespace pkforge::kernels
