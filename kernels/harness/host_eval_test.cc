@@ -54,9 +54,10 @@ Captured RunCapture(const std::string& cmd) {
 Launched Launch(const std::string& problem, const std::string& candidate, int world,
                 const std::string& extra = "", const std::string& dtype = "bf16") {
   const std::string cmd = fmt::format(
-      "{} launch --problem {} --backend host --world-size {} --dtype {} --size tiny --trials 2 "
+      "{} launch --problem {} --backend host --world-size {} --dtype {} {} --trials 2 "
       "--warmup 2 --iters 6 {} --json {} {}/{}.so",
       PKF_WORKER, problem, world, dtype,
+      extra.find("--size") == std::string::npos ? "--size tiny" : "",
       extra.find("--timeout") == std::string::npos ? "--timeout 30" : "", extra, PKF_CANDIDATES,
       candidate);
   Launched l;
@@ -264,7 +265,21 @@ TEST(HostEval, DeadlockIsTimeoutNamingPhaseAndStuckRank) {
   ASSERT_EQ(l.result.timeout().stuck_ranks_size(), 1);
   EXPECT_EQ(l.result.timeout().stuck_ranks(0), 2);
   EXPECT_TRUE(l.result.timeout().deadlock());
+  EXPECT_NE(l.result.message().find("ranks 2 wait in the barrier for peers that never arrive"),
+            std::string::npos)
+      << l.result.message();
   EXPECT_LT(l.seconds, 10);  // bounded: everything killed and reaped
+}
+
+// An honest candidate at a size whose timing phase needs more than the phase
+// limit (host, default size: calls of ~6 ms, ~5 s of timing) is stopped, but
+// the message says what happened instead of calling it a deadlock.
+TEST(HostEval, ATimingPhaseLongerThanItsLimitIsNotCalledADeadlock) {
+  Launched l = Launch("allreduce", "naive_host_allreduce", 3, "--size default --timeout 1");
+  ASSERT_EQ(l.result.status(), Result::TIMEOUT) << Describe(l);
+  EXPECT_EQ(l.result.timeout().phase(), pkforge::v1::PHASE_TIMING);
+  EXPECT_EQ(l.result.message().find("never arrive"), std::string::npos) << l.result.message();
+  EXPECT_NE(l.result.message().find("raise --timeout"), std::string::npos) << l.result.message();
 }
 
 TEST(HostEval, SetupFailureIsSetupError) {

@@ -463,10 +463,29 @@ void RankPool::Timeout(const std::vector<RankProc*>& stuck, v1::Phase phase) {
                                    o_.timeout_s, v1::Phase_Name(phase)));
     return;
   }
-  out_->End(
-      Result::TIMEOUT,
-      fmt::format("timeout in {} after {} s; stuck ranks {}{}", v1::Phase_Name(phase), o_.timeout_s,
-                  names, deadlock ? " (deadlock: ranks wait in the barrier for peers)" : ""));
+  // Which ranks wait for which: a rank still working is not necessarily
+  // stuck (a slow call under a short limit reads the same as a hang).
+  std::string waiting, working;
+  for (RankProc* p : stuck) {
+    std::string& to = controls_[1]->in_barrier[p->rank].load() != 0 ? waiting : working;
+    to += fmt::format("{}{}", to.empty() ? "" : ",", p->rank);
+  }
+  std::string why;
+  if (deadlock && !working.empty())
+    why = fmt::format(" (ranks {} wait in the barrier for ranks {}, still in their call)", waiting,
+                      working);
+  else if (deadlock)
+    why = fmt::format(" (ranks {} wait in the barrier for peers that never arrive)", waiting);
+  // The timing phase runs both sides' batches under one limit: a size whose
+  // calls take milliseconds needs seconds of it (host, allreduce, default
+  // size, world 3: ~5 s).
+  if (phase == v1::PHASE_TIMING)
+    why += fmt::format("; the timing phase runs the reference's and the candidate's batches "
+                       "under one {} s limit, which a slow size can use up without any hang "
+                       "(raise --timeout)",
+                       o_.timeout_s);
+  out_->End(Result::TIMEOUT, fmt::format("timeout in {} after {} s; stuck ranks {}{}",
+                                         v1::Phase_Name(phase), o_.timeout_s, names, why));
 }
 
 bool RankPool::Collect(const std::vector<RankProc*>& procs, uint32_t op, v1::Phase phase,
