@@ -1672,5 +1672,63 @@ TEST(RedTeamPending, r15_parked_leader_k32) {
   R13ExpectUnderHonestEpoch("r15_parked_leader_k32", 4);
 }
 
+// Round 15: what a candidate leaves behind for later evaluations. A bare
+// launch by a plain user (here: uid 65534 via setpriv on throwaway copies of
+// the worker and the candidates, in a folder that uid owns, as a battery run
+// by a non-root user has them) gives the candidate ranks that uid, and
+// their Landlock ruleset (containment.cc ForbidProcWrites) handles only
+// WRITE_FILE, allowed everywhere but /proc: making, renaming and removing
+// files are not handled. r15_judge_binary_write (gated) creates, renames and
+// removes a probe file next to /proc/self/exe (the worker) and next to its
+// own library; with replace.ok it renames a script over the worker copy
+// that prints a forged OK. Measured 12:48 UTC: OK (the probe worked in both
+// folders on every rank), and the next launch of all_zeros with the same
+// worker path printed {"status":"OK", ..., "speedup":99}. Expected once
+// fixed: WRONG_OUTPUT (no file may be made or renamed there), and all_zeros
+// judged WRONG_OUTPUT by the real worker.
+TEST(RedTeamPending, r15_judge_binary_write) {
+  if (getenv("PKFORGE_REDTEAM_PENDING") == nullptr)
+    GTEST_SKIP() << "round 15 (a non-root bare launch: the candidate renamed a forging script "
+                    "over the judge's binary); PKFORGE_REDTEAM_PENDING=1 runs it";
+  const std::string root = NewDir("r15_judge_binary_write_tree");
+  const std::string log = NewDir("r15_judge_binary_write");
+  ASSERT_EQ(std::system(fmt::format("mkdir -p {0}/bin {0}/cand && cp {1} {0}/bin/ && cp "
+                                    "{2}/redteam_r15_judge_binary_write.so "
+                                    "{2}/redteam_all_zeros.so {0}/cand/",
+                                    root, PKF_WORKER, PKF_CANDIDATES)
+                            .c_str()),
+            0);
+  std::string as = "";
+  if (geteuid() == 0) {
+    ASSERT_EQ(std::system(fmt::format("chown -R 65534:65534 {}", root).c_str()), 0);
+    as = "setpriv --reuid=65534 --regid=65534 --clear-groups ";
+  }
+  { std::ofstream(log + "/replace.ok") << "the worker under " << root << " is a throwaway copy\n"; }
+  setenv("PKF_REDTEAM_DIR", log.c_str(), 1);
+  auto launch = [&](const std::string& cand) {
+    return RunJudge(fmt::format("cd {0} && timeout -k 5 60 {1}{0}/bin/pkforge-worker launch "
+                                "--problem allreduce --backend host --world-size 3 --dtype f32 "
+                                "--size tiny --trials 2 --warmup 1 --iters 6 --timeout 10 --json "
+                                "{0}/cand/redteam_{2}.so",
+                                root, as, cand),
+                    log + "/judge_stderr");
+  };
+  const Verdict attack = launch("r15_judge_binary_write");
+  const Verdict after = launch("all_zeros");
+  unsetenv("PKF_REDTEAM_DIR");
+  std::printf("REDTEAM r15_judge_binary_write status=%s; all_zeros after it: %s\n",
+              attack.parsed ? Result::Status_Name(attack.result.status()).c_str() : "NO_RESULT",
+              after.raw.substr(0, 200).c_str());
+  std::system(fmt::format("rm -rf {}", root).c_str());
+  ASSERT_TRUE(attack.parsed) << attack.channel_error;
+  EXPECT_EQ(attack.result.status(), Result::WRONG_OUTPUT)
+      << "the candidate could create and rename files next to the judge's binary and its own "
+         "library:\n"
+      << ReadFile(log + "/log");
+  ASSERT_TRUE(after.parsed) << after.channel_error;
+  EXPECT_EQ(after.result.status(), Result::WRONG_OUTPUT)
+      << "the next evaluation ran a judge the candidate left behind: " << after.raw;
+}
+
 }  // namespace
 }  // namespace pkforge::kernels
