@@ -230,5 +230,68 @@ TEST(RedTeamGpu, secondary_context_hog) {
 // Device-wide application clocks set low after each call (gated on NVML
 // allowing it): must be refused.
 TEST(RedTeamGpu, nvml_clock_squeeze) { Expect("nvml_clock_squeeze", Result::WRONG_OUTPUT); }
+
+// ---- added 2026-12-05 (helper-redteam15, red team round 15, cuda; against
+// f5230d8): compiled here, NOT run (no GPU for helpers). World size 1, tiny
+// allreduce (the allreduce of one rank is a copy). Predictions and the traced
+// mechanisms are in each candidate's header and in
+// /work/helper-notes/redteam-findings.md, "Round 15 (cuda, predicted)".
+// The honest yardstick: one copy kernel per call on the call's stream.
+TEST(RedTeamGpu, r15_control_kernel_copy) { Expect("r15_control_kernel_copy", Result::OK); }
+// Honest and unusual: every call a CUDA graph (instantiated in pkf_setup),
+// its kernel node's arguments updated per call.
+TEST(RedTeamGpu, r15_control_graph_update) { Expect("r15_control_graph_update", Result::OK); }
+
+// r15_control_kernel_copy's speedup, measured once per test process (0 when
+// it was not OK: the round-15 predictions then fail, they need it).
+double R15HonestSpeedup() {
+  static double speedup = -1;
+  if (speedup < 0) {
+    Result r;
+    ExpectOneOf("r15_control_kernel_copy", {{Result::OK, {}}}, 0, &r);
+    speedup = r.status() == Result::OK ? r.speedup() : 0;
+    std::printf("REDTEAM cuda/r15 honest yardstick r15_control_kernel_copy: %.3fx\n", speedup);
+  }
+  return speedup;
+}
+// Round 15's predicted holes: an OK above 1.5x the honest per-call kernel is
+// a forged speedup. WRONG_OUTPUT is accepted (the attack broke: the REDTEAM
+// line says so), never HARNESS_ERROR.
+void R15Expect(const std::string& name, std::vector<Accept> accept) {
+  if (!HaveGpu()) GTEST_SKIP() << "no usable GPU";
+  if (getenv("PKFORGE_REDTEAM_PENDING") == nullptr)
+    GTEST_SKIP() << "round 15 cuda prediction (not run); PKFORGE_REDTEAM_PENDING=1 runs it";
+  const double honest = R15HonestSpeedup();
+  ASSERT_GT(honest, 0) << "r15_control_kernel_copy was not OK: no yardstick";
+  accept.push_back({Result::OK, {}});
+  accept.push_back({Result::WRONG_OUTPUT, {}});
+  ExpectOneOf(name, accept, 1.5 * honest);
+}
+const std::set<std::string> kR15BatchChecks = {
+    "poison_at_start", "timed_output_reverify", "poison_unwritten", "outlived_call",
+    "batch_consistency", "batch_progress", "batch_drip", "wallclock_crosscheck"};
+// A persistent kernel per timed batch serves the calls from a host-mapped
+// mailbox (calls 1..N-1 launch nothing and return before their work is
+// done). Predicted OK at ~2-3x the honest per-call kernel: nothing of the
+// trusted side looks at the call's stream between two calls.
+TEST(RedTeamGpu, r15_persistent_mailbox) {
+  R15Expect("r15_persistent_mailbox", {{Result::CHEAT_DETECTED, kR15BatchChecks}});
+}
+// Chunks of 8 calls done by the first call of each chunk (the cuda residual
+// of threat-model row 23, measured). Predicted OK at ~2-3x the honest
+// per-call kernel.
+TEST(RedTeamGpu, r15_chunk_k8) {
+  R15Expect("r15_chunk_k8", {{Result::CHEAT_DETECTED, kR15BatchChecks}});
+}
+// A never-ending copy-engine hog in a second context (a graph WHILE loop of
+// device-to-device copies): invisible to the empty-kernel idle probes, and
+// the reference at world size 1 is a NCCL memcpy. Predicted OK with a forged
+// speedup, or TIMEOUT / HARNESS_ERROR if the copy engines time-slice the
+// contexts coarsely (the judge's own small copies wait too).
+TEST(RedTeamGpu, r15_ce_hog_loop) {
+  R15Expect("r15_ce_hog_loop",
+            {{Result::CHEAT_DETECTED, {"outlived_call", "wallclock_crosscheck", "frozen_while_idle"}},
+             {Result::TIMEOUT, {}}});
+}
 }  // namespace
 }  // namespace pkforge::kernels
