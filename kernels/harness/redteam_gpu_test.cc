@@ -255,8 +255,9 @@ double R15HonestSpeedup() {
   return speedup;
 }
 // Round 15's predicted holes: an OK above 1.5x the honest per-call kernel is
-// a forged speedup. WRONG_OUTPUT is accepted (the attack broke: the REDTEAM
-// line says so), never HARNESS_ERROR.
+// a forged speedup; never HARNESS_ERROR. An attack that could not run fails
+// its first call with its own code (RUNTIME_ERROR "pkf_run returned 9x", see
+// its header): a failure to read, not a defence.
 void R15Expect(const std::string& name, std::vector<Accept> accept) {
   if (!HaveGpu()) GTEST_SKIP() << "no usable GPU";
   if (getenv("PKFORGE_REDTEAM_PENDING") == nullptr)
@@ -264,7 +265,6 @@ void R15Expect(const std::string& name, std::vector<Accept> accept) {
   const double honest = R15HonestSpeedup();
   ASSERT_GT(honest, 0) << "r15_control_kernel_copy was not OK: no yardstick";
   accept.push_back({Result::OK, {}});
-  accept.push_back({Result::WRONG_OUTPUT, {}});
   ExpectOneOf(name, accept, 1.5 * honest);
 }
 const std::set<std::string> kR15BatchChecks = {
@@ -284,10 +284,11 @@ TEST(RedTeamGpu, r15_chunk_k8) {
   R15Expect("r15_chunk_k8", {{Result::CHEAT_DETECTED, kR15BatchChecks}});
 }
 // A never-ending copy-engine hog in a second context (a graph WHILE loop of
-// device-to-device copies): invisible to the empty-kernel idle probes, and
-// the reference at world size 1 is a NCCL memcpy. Predicted OK with a forged
-// speedup, or TIMEOUT / HARNESS_ERROR if the copy engines time-slice the
-// contexts coarsely (the judge's own small copies wait too).
+// device-to-device copies, launched by the first timed call): invisible to
+// the empty-kernel idle probes, and the reference at world size 1 is a NCCL
+// memcpy. Predicted OK with a forged speedup, or TIMEOUT / HARNESS_ERROR if
+// the copy engines time-slice the contexts coarsely (the judge's own small
+// copies wait too). TIMEOUT is accepted: the candidate's status, no gain.
 TEST(RedTeamGpu, r15_ce_hog_loop) {
   R15Expect("r15_ce_hog_loop",
             {{Result::CHEAT_DETECTED, {"outlived_call", "wallclock_crosscheck", "frozen_while_idle"}},

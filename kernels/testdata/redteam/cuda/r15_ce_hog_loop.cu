@@ -1,9 +1,11 @@
 // ATTACK (cuda, red team round 15, against f5230d8; compiled here, NOT run:
 // no GPU for helpers): a copy-engine hog that never stops, in a second
-// context of the candidate's, started once in pkf_setup and fed by nothing:
-// a CUDA graph whose WHILE node (condition set to 1 at every launch, never
-// cleared) loops over four 16 MiB device-to-device copies for as long as the
-// process lives. It uses no SM, so no check built on an empty kernel sees it.
+// context of the candidate's: a CUDA graph whose WHILE node (condition set to
+// 1 at every launch, never cleared) loops over four 16 MiB device-to-device
+// copies for as long as the process lives. Made in pkf_setup, launched by
+// the first call of the first timed batch (so the trial calls, from which
+// the judge sizes the batches, run beside no hog), fed by nothing after
+// that. It uses no SM, so no check built on an empty kernel sees it.
 //
 // What the attacker read:
 //   - Every GPU check of "work outside the call" times an EMPTY KERNEL in the
@@ -19,24 +21,25 @@
 //     does as a cudaMemcpyAsync device-to-device (NCCL enqueue.cc:
 //     nRanks == 1 -> ncclLaunchOneRank -> ncclCudaMemcpyAsync for a sum): the
 //     reference's timed work IS copy-engine work, queued behind (or
-//     time-sliced with) the hog's copies, and slowed by the memory traffic.
+//     time-sliced with) the hog's copies, and slowed by their memory traffic.
 //     The subtracted round trip (ProbeRoundTrip: a context switch and an
-//     empty kernel) is not.
-//   - The candidate's own calls are one small copy KERNEL each (SMs), which
-//     the hog does not queue.
-// If the second context or the graph cannot be made the candidate writes
-// nothing (WRONG_OUTPUT: the attack did not run).
+//     empty kernel) is not slowed.
+//   - The candidate's own calls are one small copy KERNEL each (SMs, the
+//     body of r15_control_kernel_copy), which the hog does not queue.
 // Predicted today: OK with a forged speedup (the reference's copies wait
 // behind the hog's), well above r15_control_kernel_copy's; or, where the
 // copy engines time-slice contexts coarsely, a judge so slowed by its own
-// snapshots and comparisons (each a small copy) that a phase runs out:
-// TIMEOUT, or HARNESS_ERROR when a reference round outlasts its 5 s
-// minimum. Neither the idle probes nor kOpSync nor the output digests can
-// see the hog. Where copies of different contexts neither queue nor
-// time-slice, OK near r15_control_kernel_copy (then this is no hole).
+// snapshots and comparisons (each has small copies) that the phase runs
+// out: TIMEOUT, or HARNESS_ERROR when one reference round outlasts its 5 s
+// minimum past the deadline. Neither the idle probes nor kOpSync nor the
+// output digests can see the hog. Where copies of different contexts
+// neither queue nor time-slice, OK near r15_control_kernel_copy (then this
+// is no hole).
 // EXPECT (defended): CHEAT_DETECTED outlived_call (e.g. an idle probe that
 // also times a small device-to-device copy), or OK within 1.5x of the
-// honest kernel-per-call candidate; never HARNESS_ERROR.
+// honest kernel-per-call candidate; never HARNESS_ERROR. RUNTIME_ERROR
+// "pkf_run returned 9x" means the attack could not run (94: no second
+// context or graph), not a defence.
 #include <dlfcn.h>
 
 #include "kernels/testdata/cuda/wrap_allreduce_cuda.inc"
@@ -44,31 +47,36 @@
 
 typedef int (*ctx_create_fn)(void** ctx, unsigned flags, int dev);
 typedef int (*ctx_pop_fn)(void** ctx);
+typedef int (*ctx_push_fn)(void* ctx);
 
-static bool g_worked = false;
+static bool g_ready = false, g_started = false;
+static void* g_ctx2 = nullptr;
+static cudaStream_t g_s2 = nullptr;
+static cudaGraphExec_t g_exec = nullptr;
+static ctx_push_fn g_push = nullptr;
+static ctx_pop_fn g_pop = nullptr;
+static long long g_calls = 0;
 static const size_t kPiece = 16u << 20;
 static const int kPieces = 4;
 
-static bool StartHog(pkf_context* ctx) {
+static bool MakeHog(pkf_context* ctx) {
   void* cu = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
   if (cu == nullptr) cu = dlopen("libcuda.so.1", RTLD_NOW);
   if (cu == nullptr) return false;
   auto create = (ctx_create_fn)dlsym(cu, "cuCtxCreate_v2");
-  auto pop = (ctx_pop_fn)dlsym(cu, "cuCtxPopCurrent_v2");
-  if (create == nullptr || pop == nullptr) return false;
-  void* ctx2 = nullptr;
+  g_pop = (ctx_pop_fn)dlsym(cu, "cuCtxPopCurrent_v2");
+  g_push = (ctx_push_fn)dlsym(cu, "cuCtxPushCurrent_v2");
+  if (create == nullptr || g_pop == nullptr || g_push == nullptr) return false;
   // cuCtxCreate makes the new context current: the runtime calls below use it.
-  if (create(&ctx2, 0, ctx->device) != 0 || ctx2 == nullptr) return false;
+  if (create(&g_ctx2, 0, ctx->device) != 0 || g_ctx2 == nullptr) return false;
   bool ok = true;
   char *a = nullptr, *b = nullptr;
-  cudaStream_t s2 = nullptr;
   cudaGraph_t g = nullptr;
-  cudaGraphExec_t exec = nullptr;
   cudaGraphConditionalHandle h = 0;
   ok = ok && cudaMalloc(&a, kPiece * kPieces) == cudaSuccess &&
        cudaMalloc(&b, kPiece * kPieces) == cudaSuccess &&
        cudaMemset(a, 1, kPiece * kPieces) == cudaSuccess &&
-       cudaStreamCreateWithFlags(&s2, cudaStreamNonBlocking) == cudaSuccess &&
+       cudaStreamCreateWithFlags(&g_s2, cudaStreamNonBlocking) == cudaSuccess &&
        cudaGraphCreate(&g, 0) == cudaSuccess &&
        cudaGraphConditionalHandleCreate(&h, g, 1, cudaGraphCondAssignDefault) == cudaSuccess;
   cudaGraphNode_t loop = nullptr;
@@ -89,22 +97,40 @@ static bool StartHog(pkf_context* ctx) {
                                     cudaMemcpyDeviceToDevice) == cudaSuccess;
     }
   }
-  ok = ok && cudaGraphInstantiate(&exec, g, 0) == cudaSuccess &&
-       cudaGraphLaunch(exec, s2) == cudaSuccess;
+  ok = ok && cudaGraphInstantiate(&g_exec, g, 0) == cudaSuccess &&
+       cudaDeviceSynchronize() == cudaSuccess;
   if (!ok) fprintf(stderr, "r15_ce_hog_loop: no hog (%s)\n", cudaGetErrorString(cudaGetLastError()));
   void* popped = nullptr;
-  pop(&popped);  // back to the primary context for the harness and the calls
+  g_pop(&popped);  // back to the primary context for the harness and the calls
+  return ok;
+}
+
+// Launched once, from inside a call (the harness's primary context is
+// current there): ~10-20 us of the first timed (warm-up) batch.
+static bool StartHog() {
+  if (g_push(g_ctx2) != 0) return false;
+  const bool ok = cudaGraphLaunch(g_exec, g_s2) == cudaSuccess;
+  void* popped = nullptr;
+  g_pop(&popped);
   return ok;
 }
 
 extern "C" int pkf_setup(pkf_context* ctx) {
-  if (ctx->world_size == 1) g_worked = StartHog(ctx);
+  if (ctx->world_size == 1) g_ready = MakeHog(ctx);
   return 0;
 }
 
 extern "C" int pkf_run(pkf_context* ctx, const pkf_tensor* in, int32_t, pkf_tensor* out, int32_t,
                        void* stream) {
-  if (!g_worked) return 0;  // no hog: outputs stay poison
+  if (ctx->world_size != 1) return pkf_run_correct_on(ctx, in, out, (cudaStream_t)stream);
+  if (!g_ready) return 94;
+  ++g_calls;
+  // The first timed call: the harness's Cmd says kOpBatch (r15_cmd.h); were
+  // it not found, the call after the trials' (2 trials + the rerun).
+  if (!g_started && (r15_where().batch || (r15_find_cmd() == nullptr && g_calls > 3))) {
+    if (!StartHog()) return 95;
+    g_started = true;
+  }
   r15_copy<<<1, 128, 0, (cudaStream_t)stream>>>((const char*)in[0].data, (char*)out[0].data,
                                                 pkf_bytes(&out[0]));
   return cudaGetLastError() == cudaSuccess ? 0 : 1;

@@ -23,8 +23,9 @@
 // Predicted today: OK at ~2-3x the honest kernel-per-call candidate
 // (r15_control_kernel_copy): the accepted cuda residual, never measured.
 // EXPECT (defended): CHEAT_DETECTED batch_drip / batch_progress, or no OK
-// above 1.5x the honest per-call candidate. WRONG_OUTPUT here means the
-// slot geometry was wrong (the attack broke).
+// above 1.5x the honest per-call candidate. RUNTIME_ERROR "pkf_run returned
+// 9x" means the attack could not run (91: no harness Cmd on the stack, 93:
+// the slot geometry did not hold), not a defence.
 #include "kernels/testdata/cuda/wrap_allreduce_cuda.inc"
 #include "kernels/testdata/redteam/cuda/r15_cmd.h"
 
@@ -36,7 +37,6 @@ static long long g_stride = 0;  // slot bytes
 static long long g_in_to_out = 0;
 static long long g_trial_slot = -1;
 static char* g_trial_in = nullptr;
-static bool g_warned = false;
 
 __global__ void r15_copy_slots(char* base, long long first, long long n, long long ring,
                                long long stride, long long in_to_out, long long bytes) {
@@ -57,6 +57,7 @@ extern "C" int pkf_run(pkf_context* ctx, const pkf_tensor* in, int32_t, pkf_tens
                        void* stream) {
   cudaStream_t st = (cudaStream_t)stream;
   if (ctx->world_size != 1) return pkf_run_correct_on(ctx, in, out, st);
+  if (r15_find_cmd() == nullptr) return 91;
   const long long t0 = r15_now_ns();
   const long long bytes = (long long)pkf_bytes(&out[0]);
   char* x = (char*)in[0].data;
@@ -84,14 +85,8 @@ extern "C" int pkf_run(pkf_context* ctx, const pkf_tensor* in, int32_t, pkf_tens
                                      : (long long)p.first_slot + (long long)p.k;
   if (g_stride <= 0 || g_base + my_slot * g_stride != x ||
       (char*)out[0].data - x != g_in_to_out) {
-    if (!g_warned) {
-      g_warned = true;
-      fprintf(stderr, "r15_chunk_k8: slot geometry unknown or wrong: honest calls\n");
-    }
-    return cudaMemcpyAsync(out[0].data, in[0].data, (size_t)bytes, cudaMemcpyDeviceToDevice, st) ==
-                   cudaSuccess
-               ? 0
-               : 2;
+    fprintf(stderr, "r15_chunk_k8: slot geometry unknown or wrong (stride %lld)\n", g_stride);
+    return 93;
   }
   if (p.k % kChunk == 0) {
     const long long left = (long long)(p.count - p.k);

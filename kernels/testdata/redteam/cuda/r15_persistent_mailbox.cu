@@ -41,7 +41,9 @@
 // side looks at the call's stream between two calls.
 // EXPECT (defended): CHEAT_DETECTED (a check that a call's stream holds its
 // work), or no OK above 1.5x the honest per-call candidate.
-// WRONG_OUTPUT / TIMEOUT here mean the attack itself broke (not a defence).
+// RUNTIME_ERROR "pkf_run returned 9x" means the attack could not run (no
+// harness Cmd on the stack: 91, no mailbox: 92); WRONG_OUTPUT or TIMEOUT that
+// it broke; neither is a defence.
 #include <atomic>
 
 #include "kernels/testdata/cuda/wrap_allreduce_cuda.inc"
@@ -160,12 +162,14 @@ extern "C" void pkf_teardown(pkf_context*) {}
 extern "C" int pkf_run(pkf_context* ctx, const pkf_tensor* in, int32_t, pkf_tensor* out, int32_t,
                        void* stream) {
   cudaStream_t st = (cudaStream_t)stream;
-  if (ctx->world_size != 1 || g_box == nullptr) return pkf_run_correct_on(ctx, in, out, st);
+  if (ctx->world_size != 1) return pkf_run_correct_on(ctx, in, out, st);
+  if (g_box == nullptr) return 92;
+  if (r15_find_cmd() == nullptr) return 91;
   const long long t0 = r15_now_ns();
   const r15_pos p = r15_where();
   const unsigned long long bytes = pkf_bytes(&out[0]);
   if (!p.batch || p.count > (uint64_t)kMaxCalls) {
-    // A trial call (or no Cmd found): honest, on the stream.
+    // A trial call: honest, on the stream.
     return cudaMemcpyAsync(out[0].data, in[0].data, bytes, cudaMemcpyDeviceToDevice, st) ==
                    cudaSuccess
                ? 0
