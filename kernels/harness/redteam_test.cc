@@ -1730,5 +1730,68 @@ TEST(RedTeamPending, r15_judge_binary_write) {
       << "the next evaluation ran a judge the candidate left behind: " << after.raw;
 }
 
+// Round 15, the executor path: r15_parked_leader_exec (the parked leader on
+// honest calls, self-contained) submitted as source to a real
+// pkforge-executor (host, world 3, f32, tiny: compiled at -O3, run in the
+// bubblewrap sandbox as one uid on its CPU lane) and judged with `pkforge
+// eval --json`. 12:55-12:58 UTC: OK in 7 of 7 (4.9x and 5.1x by hand),
+// batch_progress "(no probe was conclusive: not judged)", passed, in 6 of 7
+// (6-11 probes, all main_idle; the other one's detail was not captured), as
+// in a bare launch.
+TEST(RedTeamPending, r15_parked_leader_exec) {
+  if (getenv("PKFORGE_REDTEAM_PENDING") == nullptr)
+    GTEST_SKIP() << "round 15 (through an executor: batch_progress 'not judged', passed); "
+                    "PKFORGE_REDTEAM_PENDING=1 runs it";
+  const std::string worker = PKF_WORKER;
+  const std::string bin = worker.substr(0, worker.rfind('/'));
+  std::string source = __FILE__;
+  source = source.substr(0, source.rfind("harness/")) + "testdata/redteam/r15_parked_leader_exec.cc";
+  for (const std::string& f : {bin + "/pkforge-executor", bin + "/pkforge", source})
+    if (access(f.c_str(), R_OK) != 0) GTEST_SKIP() << f << " is missing";
+  const std::string dir = NewDir("r15_parked_leader_exec");
+  { std::ofstream(dir + "/token") << "r15-parked-leader-token-0123456789\n"; }
+  chmod((dir + "/token").c_str(), 0600);
+  ASSERT_EQ(std::system(fmt::format(
+                "{0}/pkforge-executor --listen 127.0.0.1:0 --data-dir {1}/data --gpus none "
+                "--nvcc none --no-measure --host-slots 1 --compile-workers 1 --token-file "
+                "{1}/token --worker {2} >{1}/exec.out 2>{1}/exec.err & echo $! >{1}/exec.pid",
+                bin, dir, worker)
+                                .c_str()),
+            0);
+  const int pid = std::atoi(ReadFile(dir + "/exec.pid").c_str());
+  std::string address;
+  for (int i = 0; i < 200 && address.empty(); ++i) {
+    const std::string out = ReadFile(dir + "/exec.out");
+    const size_t at = out.find("listening on ");
+    if (at != std::string::npos && out.find('\n', at) != std::string::npos)
+      address = out.substr(at + 13, out.find('\n', at) - at - 13);
+    else
+      usleep(100'000);
+  }
+  testing::Captured c;
+  if (!address.empty())
+    c = testing::RunCapture(fmt::format(
+        "timeout -k 5 120 {}/pkforge eval --executor {} --token-file {}/token --problem allreduce "
+        "--world-size 3 --dtype f32 --size tiny --quiet --json {} 2>{}/eval.err",
+        bin, address, dir, source, dir));
+  if (pid > 0) {
+    kill(pid, SIGTERM);
+    for (int i = 0; i < 100 && kill(pid, 0) == 0; ++i) usleep(100'000);
+    if (kill(pid, 0) == 0) kill(pid, SIGKILL);
+  }
+  ASSERT_FALSE(address.empty()) << "the executor did not start:\n" << ReadFile(dir + "/exec.err");
+  const bool ok = c.output.find("\"status\":\"OK\"") != std::string::npos ||
+                  c.output.find("\"status\": \"OK\"") != std::string::npos;
+  const bool silent = c.output.find("(no probe was conclusive: not judged)") != std::string::npos;
+  const size_t bp = c.output.find("\"batch_progress\"");
+  std::printf("REDTEAM r15_parked_leader_exec (executor) OK=%d batch_progress not judged, passed=%d: %s\n",
+              ok, silent,
+              bp == std::string::npos
+                  ? "(no batch_progress)"
+                  : c.output.substr(c.output.find("detail", bp), 900).c_str());
+  EXPECT_TRUE(ok) << c.output.substr(0, 2000);
+  EXPECT_FALSE(silent) << "batch_progress passed without judging a single probe (executor path)";
+}
+
 }  // namespace
 }  // namespace pkforge::kernels
