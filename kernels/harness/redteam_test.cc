@@ -1681,7 +1681,7 @@ TEST(RedTeamPending, r15_parked_leader_k32) {
 // files are not handled. r15_judge_binary_write (gated) creates, renames and
 // removes a probe file next to /proc/self/exe (the worker) and next to its
 // own library; with replace.ok it renames a script over the worker copy
-// that prints a forged OK. Measured 12:48 UTC: OK (the probe worked in both
+// that prints a forged OK. Measured 12:48-12:51 UTC: OK (the probe worked in both
 // folders on every rank), and the next launch of all_zeros with the same
 // worker path printed {"status":"OK", ..., "speedup":99}. Expected once
 // fixed: WRONG_OUTPUT (no file may be made or renamed there), and all_zeros
@@ -1734,7 +1734,7 @@ TEST(RedTeamPending, r15_judge_binary_write) {
 // honest calls, self-contained) submitted as source to a real
 // pkforge-executor (host, world 3, f32, tiny: compiled at -O3, run in the
 // bubblewrap sandbox as one uid on its CPU lane) and judged with `pkforge
-// eval --json`. 12:55-12:58 UTC: OK in 7 of 7 (4.9x and 5.1x by hand),
+// eval --json`. 12:52-12:54 UTC: OK in 7 of 7 (4.9x and 5.1x by hand),
 // batch_progress "(no probe was conclusive: not judged)", passed, in 6 of 7
 // (6-11 probes, all main_idle; the other one's detail was not captured), as
 // in a bare launch.
