@@ -170,6 +170,11 @@ std::vector<std::string> Pipeline::LaunchArgv(const v1::EvaluateRequest& r,
       "--dtype", std::string(kernels::DtypeName(dtype)),
       "--size", *kernels::SizeSpecToString(p, r.size()),
       "--timeout", absl::StrCat(timeout)};
+  // Host candidates write only beneath these (containment.h confine_writes):
+  // the sandbox's private tmpfs mounts (docs/design.md §6). Without the
+  // sandbox they would be the host's, shared with everything else: none.
+  if (!c.unsafe_no_sandbox)
+    argv.insert(argv.end(), {"--candidate-writable", "/tmp", "--candidate-writable", "/dev/shm"});
   // Hidden shapes (issue #17 item 5): the judge draws the dims itself.
   if (r.hidden_shapes()) argv.push_back("--hidden-shapes");
   if (correctness_only) {

@@ -180,6 +180,8 @@ int main(int argc, char** argv) {
   launch->add_option("--reveal-seeds-after", lo.reveal_seeds_file,
                      "tests only: write the seeds here once every rank process is gone");
   launch->add_flag("--skip-timing", lo.skip_timing, "correctness trials only");
+  launch->add_option("--candidate-writable", lo.candidate_writable,
+                     "a folder host candidates may write beneath (repeatable; none by default)");
   launch->add_option("--hbm-gbps", lo.hbm_gbps, "measured HBM ceiling (GB/s) for the roofline");
   launch->add_option("--link-gbps", lo.link_gbps, "measured interconnect ceiling (GB/s per GPU)");
   launch->add_option("--tflops", lo.tflops, "measured compute ceiling (TFLOP/s)");

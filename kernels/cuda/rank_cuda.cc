@@ -176,7 +176,7 @@ class CudaRank {
       // No timer refusal yet either: not verified on a GPU that libcuda and
       // NCCL create no timerfd, POSIX timer or io_uring (containment.h).
       // No process ban yet either (same reason).
-      if (auto st = HardenCandidateProcess(/*drop_root=*/false, /*forbid_proc_writes=*/false,
+      if (auto st = HardenCandidateProcess(/*drop_root=*/false, /*confine_writes=*/false,
                                            /*forbid_timers=*/false, /*forbid_processes=*/false);
           !st.ok()) {
         hello.rc = kRcHarness;

@@ -172,52 +172,66 @@ absl::Status MakeNonDumpable() {
 namespace {
 
 // Landlock (Linux >= 5.13, unprivileged): from here on this process and
-// everything it starts may open for writing only files outside /proc. No
-// candidate needs to write there, and what it could write there is the
+// everything it starts may write only beneath `writable` (every right to
+// create, remove, rename, link, truncate and write files) and to the
+// null-like devices; nothing else, /proc least of all. Under /proc is the
 // judge's business: /proc/self/oom_score_adj (a rank set it to 1000 so that
 // the out-of-memory killer takes candidate processes first; the kernel locks
 // that floor only for a writer with CAP_SYS_RESOURCE, so a candidate could
 // write 0 back, fill an unmapped memfd and have the judge killed instead:
 // red team oom_adj_reset_blame), /proc/self/{attr,coredump_filter,...}.
-// Landlock rules only allow, so every entry of / but proc is allowed.
+// Everywhere else is other evaluations' business: a launch by a plain user
+// keeps that user's uid in the ranks, and a candidate that could write where
+// the user can replaced the worker binary (found through /proc/self/exe)
+// and the libraries beside its own with a forger: the next launch printed
+// "OK" at 99x for an all-zero candidate (red team round 15
+// r15_judge_binary_write; only WRITE_FILE was handled, so creating,
+// renaming and removing files was free everywhere). Candidates that need
+// scratch files have memfd_create (no path, nothing left behind).
 // Returns false where the kernel has no Landlock (the caller says so).
-bool ForbidProcWrites() {
+#ifndef LANDLOCK_ACCESS_FS_REFER
+#define LANDLOCK_ACCESS_FS_REFER (1ULL << 13)
+#endif
+#ifndef LANDLOCK_ACCESS_FS_TRUNCATE
+#define LANDLOCK_ACCESS_FS_TRUNCATE (1ULL << 14)
+#endif
+bool ConfineWrites(const std::vector<std::string>& writable) {
   const long abi = syscall(SYS_landlock_create_ruleset, nullptr, 0,
                            LANDLOCK_CREATE_RULESET_VERSION);
   if (abi < 1) return false;
+  uint64_t file_rights = LANDLOCK_ACCESS_FS_WRITE_FILE;
+  if (abi >= 3) file_rights |= LANDLOCK_ACCESS_FS_TRUNCATE;
+  uint64_t all = file_rights | LANDLOCK_ACCESS_FS_REMOVE_DIR | LANDLOCK_ACCESS_FS_REMOVE_FILE |
+                 LANDLOCK_ACCESS_FS_MAKE_CHAR | LANDLOCK_ACCESS_FS_MAKE_DIR |
+                 LANDLOCK_ACCESS_FS_MAKE_REG | LANDLOCK_ACCESS_FS_MAKE_SOCK |
+                 LANDLOCK_ACCESS_FS_MAKE_FIFO | LANDLOCK_ACCESS_FS_MAKE_BLOCK |
+                 LANDLOCK_ACCESS_FS_MAKE_SYM;
+  if (abi >= 2) all |= LANDLOCK_ACCESS_FS_REFER;
   landlock_ruleset_attr attr{};
-  attr.handled_access_fs = LANDLOCK_ACCESS_FS_WRITE_FILE;
+  attr.handled_access_fs = all;
   const int ruleset = static_cast<int>(syscall(SYS_landlock_create_ruleset, &attr, sizeof attr, 0));
   if (ruleset < 0) return false;
   bool ok = true;
   struct stat proc{};
   const bool have_proc = stat("/proc", &proc) == 0;
-  if (DIR* root = opendir("/")) {
-    while (const dirent* e = readdir(root)) {
-      const std::string name = e->d_name;
-      if (name == "." || name == ".." || name == "proc") continue;
-      // Follows symlinks such as /lib -> usr/lib; a dangling one is skipped.
-      const int fd = openat(dirfd(root), name.c_str(), O_PATH | O_CLOEXEC);
-      if (fd < 0) continue;
-      landlock_path_beneath_attr rule{};
-      rule.allowed_access = LANDLOCK_ACCESS_FS_WRITE_FILE;
-      rule.parent_fd = fd;
-      // /proc reached through a symlink (none on a sane system) would be
-      // allowed: refuse to add a rule for any entry that is the proc mount.
-      struct stat st{};
-      if (have_proc && fstat(fd, &st) == 0 && st.st_dev == proc.st_dev &&
-          st.st_ino == proc.st_ino) {
-        close(fd);
-        continue;
-      }
-      if (syscall(SYS_landlock_add_rule, ruleset, LANDLOCK_RULE_PATH_BENEATH, &rule, 0) != 0)
-        ok = false;
+  auto allow = [&](const std::string& path, uint64_t rights) {
+    const int fd = open(path.c_str(), O_PATH | O_CLOEXEC);
+    if (fd < 0) return;  // a device or folder this machine lacks
+    // Never anything on the proc mount, whatever name it was given by.
+    struct stat st{};
+    if (fstat(fd, &st) != 0 || (have_proc && st.st_dev == proc.st_dev)) {
       close(fd);
+      return;
     }
-    closedir(root);
-  } else {
-    ok = false;
-  }
+    landlock_path_beneath_attr rule{};
+    rule.allowed_access = S_ISDIR(st.st_mode) ? rights : (rights & file_rights);
+    rule.parent_fd = fd;
+    if (syscall(SYS_landlock_add_rule, ruleset, LANDLOCK_RULE_PATH_BENEATH, &rule, 0) != 0)
+      ok = false;
+    close(fd);
+  };
+  for (const char* dev : {"/dev/null", "/dev/zero", "/dev/full"}) allow(dev, file_rights);
+  for (const std::string& dir : writable) allow(dir, all);
   // Needs no_new_privs (set by the caller first).
   if (ok && syscall(SYS_landlock_restrict_self, ruleset, 0) != 0) ok = false;
   close(ruleset);
@@ -263,8 +277,8 @@ int AddLateRules(scmp_filter_ctx ctx, bool timers, bool processes) {
 
 }  // namespace
 
-absl::Status HardenCandidateProcess(bool drop_root, bool forbid_proc_writes, bool forbid_timers,
-                                    bool forbid_processes) {
+absl::Status HardenCandidateProcess(bool drop_root, bool confine_writes, bool forbid_timers,
+                                    bool forbid_processes, const std::vector<std::string>& writable) {
   // First victim of any out-of-memory kill, and so are its children (the
   // value is inherited): memory a candidate holds in unmapped memfds or
   // shmem counts for no process, so without this the OOM killer picks the
@@ -288,9 +302,9 @@ absl::Status HardenCandidateProcess(bool drop_root, bool forbid_proc_writes, boo
   }
   if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
     return absl::InternalError(fmt::format("no_new_privs: {}", strerror(errno)));
-  if (forbid_proc_writes && !ForbidProcWrites())
-    fprintf(stderr, "pkforge: no Landlock in this kernel: a candidate can lower its own "
-                    "oom_score_adj (docs/threat-model.md)\n");
+  if (confine_writes && !ConfineWrites(writable))
+    fprintf(stderr, "pkforge: no Landlock in this kernel: a candidate can write wherever its "
+                    "uid may, and lower its own oom_score_adj (docs/threat-model.md)\n");
   // Capabilities. As root outside a sandbox a candidate would otherwise hold
   // CAP_SYS_PTRACE (read any process's memory), CAP_KILL, ... Lock root out
   // of regaining them on exec first (needs CAP_SETPCAP, which we then drop).

@@ -53,13 +53,19 @@ absl::Status MakeNonDumpable();
 // owned by root (cgroup controls, the operator's files) are not writable by
 // the candidate even without capabilities. Skipped where no such uid is
 // mapped (inside the sandbox's user namespace there is nothing to gain).
-// forbid_proc_writes: no file under /proc may be opened for writing by this
-// process or anything it starts (Landlock, where the kernel has it), so the
-// oom_score_adj of 1000 set here stays. Off for cuda ranks: libcuda names its
-// threads through /proc/self/task/<tid>/comm and fails to initialize when it
-// cannot (cudaErrorOperatingSystem, seen on the H200); a rule for task/
-// would also open task/<tid>/oom_score_adj. There the executor's memory
-// cgroup is the defence (docs/threat-model.md).
+// confine_writes: this process and anything it starts may write only
+// beneath the folders in `writable` and to /dev/null, /dev/zero, /dev/full
+// (Landlock, where the kernel has it: every right to write, truncate,
+// create, remove, rename or link a file is handled): nothing under /proc,
+// so the oom_score_adj of 1000 set here stays, and nothing another
+// evaluation will run or read (a launch by a plain user keeps that user's
+// uid: red team round 15 r15_judge_binary_write replaced the worker binary).
+// Off for cuda ranks: libcuda names its threads through
+// /proc/self/task/<tid>/comm and fails to initialize when it cannot
+// (cudaErrorOperatingSystem, seen on the H200); a rule for task/ would also
+// open task/<tid>/oom_score_adj. There the executor's sandbox (read-only
+// but for private tmpfs) and memory cgroup are the defence
+// (docs/threat-model.md).
 // forbid_timers: no timerfd, POSIX timer, interval timer (setitimer,
 // alarm), io_uring or AIO context, and no socket but AF_UNIX (TCP's pacing
 // and retransmit timers): kernel timers that fire while the candidate is
@@ -76,8 +82,9 @@ absl::Status MakeNonDumpable();
 // CHEAT_DETECTED; one reaped inside a call ran beside its rank in no count
 // of the candidate's CPU time (round 8 drip_starve_child_k16). Off for cuda
 // ranks until a GPU run shows libcuda and NCCL start no process.
-absl::Status HardenCandidateProcess(bool drop_root = false, bool forbid_proc_writes = true,
-                                    bool forbid_timers = true, bool forbid_processes = true);
+absl::Status HardenCandidateProcess(bool drop_root = false, bool confine_writes = true,
+                                    bool forbid_timers = true, bool forbid_processes = true,
+                                    const std::vector<std::string>& writable = {});
 
 // cuda candidate ranks, after the harness's own CUDA and NCCL set-up
 // (kOpInit) and before the candidate's library is loaded: the rules

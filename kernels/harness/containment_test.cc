@@ -24,6 +24,8 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <string>
 #include <thread>
 
@@ -335,12 +337,21 @@ TEST(Harden, ItsOwnSchedulingIsFixedToo) {
 // the oom_score_adj of 1000 its rank set stays (red team
 // oom_adj_reset_blame: with it back at 0 and memory in an unmapped memfd the
 // OOM killer took the judge); files elsewhere stay writable.
-TEST(Harden, ProcIsNotWritableButTheRestIs) {
-  if (syscall(SYS_landlock_create_ruleset, nullptr, 0, 1U /*VERSION*/) < 1)
-    GTEST_SKIP() << "no Landlock in this kernel";
-  const std::string tmp = ::testing::TempDir() + "/harden_write_XXXXXX";
-  const int rc = InChild([tmp] {
-    if (!HardenCandidateProcess().ok()) return 10;
+// Writes go only beneath the folders the judge names (red team round 15
+// r15_judge_binary_write: a plain user's launch could create, rename and
+// remove files wherever that user can, and replaced the worker binary).
+TEST(Harden, WritesGoOnlyBeneathTheWritableFolders) {
+  const long abi = syscall(SYS_landlock_create_ruleset, nullptr, 0, 1U /*VERSION*/);
+  if (abi < 1) GTEST_SKIP() << "no Landlock in this kernel";
+  std::string ok_dir = ::testing::TempDir() + "/harden_ok_XXXXXX";
+  std::string other = ::testing::TempDir() + "/harden_other_XXXXXX";
+  ASSERT_NE(mkdtemp(ok_dir.data()), nullptr);
+  ASSERT_NE(mkdtemp(other.data()), nullptr);
+  // A file of another evaluation (the worker binary, another candidate).
+  const std::string victim = other + "/victim";
+  { std::ofstream(victim) << "trusted"; }
+  const int rc = InChild([&] {
+    if (!HardenCandidateProcess(false, true, true, true, {ok_dir}).ok()) return 10;
     for (const char* path : {"/proc/self/oom_score_adj", "/proc/self/coredump_filter",
                              "/proc/self/comm"}) {
       const int fd = open(path, O_WRONLY | O_CLOEXEC);
@@ -353,17 +364,34 @@ TEST(Harden, ProcIsNotWritableButTheRestIs) {
     const int dfd = open("/proc/self", O_PATH | O_DIRECTORY);
     if (dfd < 0) return 12;
     if (openat(dfd, "oom_score_adj", O_WRONLY) >= 0) return 13;
-    // Reading /proc and writing elsewhere still work.
+    // Reading /proc and writing beneath the writable folder still work.
     if (open("/proc/self/status", O_RDONLY) < 0) return 14;
-    std::string name = tmp;
+    std::string name = ok_dir + "/f_XXXXXX";
     const int w = mkstemp(name.data());
     if (w < 0 || write(w, "x", 1) != 1) return 15;
-    unlink(name.c_str());
-    const int shm = open("/dev/null", O_WRONLY);
-    if (shm < 0) return 16;
+    if (rename(name.c_str(), (ok_dir + "/g").c_str()) != 0) return 16;
+    if (unlink((ok_dir + "/g").c_str()) != 0) return 17;
+    if (open("/dev/null", O_WRONLY | O_TRUNC) < 0) return 18;
+    // Nothing elsewhere: write, create, remove, rename over, link, truncate.
+    if (open(victim.c_str(), O_WRONLY) >= 0) return 20;
+    if (open((other + "/new").c_str(), O_WRONLY | O_CREAT, 0600) >= 0) return 21;
+    if (unlink(victim.c_str()) == 0) return 22;
+    const std::string forged = ok_dir + "/forged";
+    { const int f = open(forged.c_str(), O_WRONLY | O_CREAT, 0700); if (f < 0) return 23; close(f); }
+    if (rename(forged.c_str(), victim.c_str()) == 0) return 24;
+    if (link(forged.c_str(), (other + "/linked").c_str()) == 0) return 25;
+    if (symlink("/etc/passwd", (other + "/sym").c_str()) == 0) return 26;
+    if (mkdir((other + "/d").c_str(), 0700) == 0) return 27;
+    if (abi >= 3 && truncate(victim.c_str(), 0) == 0) return 28;
     return 0;
   });
   EXPECT_EQ(rc, 0);
+  std::ifstream in(victim);
+  std::string content;
+  in >> content;
+  EXPECT_EQ(content, "trusted");
+  std::filesystem::remove_all(ok_dir);
+  std::filesystem::remove_all(other);
 }
 
 TEST(NonDumpable, ProcOfATrustedProcessIsClosedToACandidate) {

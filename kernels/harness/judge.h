@@ -39,6 +39,10 @@ struct LaunchOptions {
   int outlive_delay_ms = 20;        // how long the judge waits before re-reading outputs
   std::string reveal_seeds_file;    // tests only: seeds written here after all ranks are gone
   bool skip_timing = false;         // correctness trials only (no speedup, no roofline)
+  // Folders host candidate processes may write beneath (none by default:
+  // containment.h confine_writes); the executor names its sandbox's private
+  // /tmp and /dev/shm.
+  std::vector<std::string> candidate_writable;
   // Ceilings measured by the executor (DescribeDevice); 0: the built-in table
   // (cuda) or a memcpy measurement (host).
   double hbm_gbps = 0;

@@ -195,7 +195,10 @@ class Rank {
       // is loaded later through this descriptor (the rank may have dropped
       // to an unprivileged uid by then).
       cand_fd_ = open(o_.candidate.c_str(), O_RDONLY | O_CLOEXEC);
-      if (auto st = HardenCandidateProcess(/*drop_root=*/true); !st.ok()) {
+      if (auto st = HardenCandidateProcess(/*drop_root=*/true, /*confine_writes=*/true,
+                                           /*forbid_timers=*/true, /*forbid_processes=*/true,
+                                           o_.writable);
+          !st.ok()) {
         hello.rc = kRcHarness;
         snprintf(hello.message, sizeof hello.message, "%s", std::string(st.message()).c_str());
       }

@@ -14,6 +14,7 @@
 
 #include <cstddef>
 #include <string>
+#include <vector>
 
 namespace pkforge::kernels {
 
@@ -28,6 +29,7 @@ struct RankOptions {
   uint64_t scratch_bytes = 0;
   uint64_t flag_count = 0;
   std::string candidate;  // cand: path of the .so
+  std::vector<std::string> writable;  // cand: folders it may write beneath (host ranks)
 };
 
 // Returns the process exit code.

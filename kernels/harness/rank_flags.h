@@ -21,6 +21,7 @@ inline void AddRankFlags(CLI::App* cmd, RankOptions* o) {
   cmd->add_option("--scratch-bytes", o->scratch_bytes)->required();
   cmd->add_option("--flag-count", o->flag_count)->required();
   cmd->add_option("--candidate", o->candidate);
+  cmd->add_option("--writable", o->writable);
 }
 
 }  // namespace pkforge::kernels

@@ -276,6 +276,10 @@ bool RankPool::StartRank(int i, int self, const std::string& rank_exe, const Dim
   if (!p.ref) {
     args.push_back("--candidate");
     args.push_back(o_.candidate);
+    for (const std::string& w : o_.candidate_writable) {
+      args.push_back("--writable");
+      args.push_back(w);
+    }
   }
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
