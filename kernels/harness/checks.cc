@@ -383,7 +383,13 @@ void AntiCheat::BatchProgress(const TimingSamples& s) {
   // allreduce/allgather: 18 probes of 6 honest candidates (naive, one NCCL
   // call or one copy per call) all consistent; the whole-batch NCCL-group
   // fuser 3 of 4 behind, OK at 12.5x while this check only flagged.
-  const ProgressVerdict v = JudgeProgress(s.progress, /*ahead_convicts=*/!Cuda());
+  // A candidate over kIdleExcuseLimit x faster than the reference is judged
+  // on what its probes found even where its main threads seemed idle
+  // (progress_probe.h; red team round 15 r15_parked_leader_*).
+  const std::vector<ProgressSample> probes = NoFasterThanReference(s, kIdleExcuseLimit)
+                                                 ? s.progress
+                                                 : WithoutIdleExcuse(s.progress);
+  const ProgressVerdict v = JudgeProgress(probes, /*ahead_convicts=*/!Cuda());
   const std::string d = fmt::format(
       "candidate stopped in the middle of {} secretly chosen batches of {} calls: {}{}",
       s.progress.size(), s.batch, v.detail,

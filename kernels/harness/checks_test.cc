@@ -235,6 +235,30 @@ TEST(AntiCheatRules, LateStopsOnEveryProbeFlagAFastCandidate) {
   EXPECT_TRUE(c2->passed()) << c2->detail();
 }
 
+// A candidate that parks its thread-group leader (where the judge looks for
+// the harness's thread) makes every probe read main_idle (red team round 15
+// r15_parked_leader_*: OK 6.2-16x, batch_progress passed "not judged"). Over
+// 1.5x faster than the reference the probes are judged on what they found;
+// no faster, the idle excuse stands (an honest thread pool at 0.08x).
+TEST(AntiCheatRules, IdleMainThreadsExcuseNoProbeOfAFastCandidate) {
+  TimingSamples s = Anomalous(35, 5);
+  for (ProgressSample& p : s.progress) p.main_idle = true;
+  Outcome out;
+  Judge("batch_progress", s, &out);
+  EXPECT_EQ(out.result().status(), Result::CHEAT_DETECTED);
+  const auto* c = Find(out, "batch_progress");
+  ASSERT_NE(c, nullptr);
+  EXPECT_NE(c->detail().find("no excuse"), std::string::npos) << c->detail();
+  TimingSamples slow = Anomalous(35, 25);  // 1.4x
+  for (ProgressSample& p : slow.progress) p.main_idle = true;
+  Outcome out2;
+  Judge("batch_progress", slow, &out2);
+  EXPECT_TRUE(out2.undecided());
+  const auto* c2 = Find(out2, "batch_progress");
+  ASSERT_NE(c2, nullptr);
+  EXPECT_NE(c2->detail().find("not judged"), std::string::npos) << c2->detail();
+}
+
 // Batches of fewer than 8 calls get no probes (each would be inconclusive,
 // and unsettled probes extend the schedule); the check says so.
 TEST(AntiCheatRules, BatchesTooShortToProbeSaySo) {

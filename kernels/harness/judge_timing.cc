@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "common/stats.h"
 #include "fmt/format.h"
 #include "kernels/harness/drip_check.h"
 #include "kernels/harness/judge_internal.h"
@@ -68,8 +69,18 @@ bool Judge::Timing() {
   uint32_t next = 0;
   std::vector<double> ref_walls, cand_walls, cand_waits, cand_spans;  // us per timed batch
   int batches_run = 0;  // every batch but drip ones, warm-up included
+  // As BatchProgress judges them: without the idle excuse for a candidate
+  // over kIdleExcuseLimit x faster than the reference in the samples so far.
   auto probes_settled = [&] {
-    return ProgressSettled(samples_.progress, kProgressProbes, /*ahead_convicts=*/!Cuda());
+    bool fast = false;
+    if (!ref_walls.empty() && !cand_walls.empty()) {
+      std::vector<double> r, c;
+      for (double w : ref_walls) r.push_back(std::max(w - o, 0.0));
+      for (double w : cand_walls) c.push_back(std::max(w - o, 0.0));
+      fast = kIdleExcuseLimit * pkforge::Quantile(c, 0.5) < pkforge::Quantile(r, 0.5);
+    }
+    return ProgressSettled(fast ? WithoutIdleExcuse(samples_.progress) : samples_.progress,
+                           kProgressProbes, /*ahead_convicts=*/!Cuda());
   };
   auto drips_settled = [&] {
     if (drips == 0 || cand_walls.empty()) return true;

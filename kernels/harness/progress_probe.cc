@@ -26,6 +26,14 @@ ProgressFinding ClassifyProgress(const ProgressSample& s) {
   return ProgressFinding::kConsistent;
 }
 
+std::vector<ProgressSample> WithoutIdleExcuse(std::vector<ProgressSample> samples) {
+  for (ProgressSample& s : samples) {
+    s.idle_unexcused = s.idle_unexcused || s.main_idle;
+    s.main_idle = false;
+  }
+  return samples;
+}
+
 const char* ProgressFindingName(ProgressFinding f) {
   switch (f) {
     case ProgressFinding::kConsistent: return "consistent";
@@ -94,6 +102,9 @@ ProgressVerdict JudgeProgress(const std::vector<ProgressSample>& samples, bool a
                             100 * s.elapsed, 100 * s.done, ProgressFindingName(f),
                             s.late_stop   ? ", the stop took hold late"
                             : s.main_idle ? ", its calls' threads had hardly run"
+                            : s.idle_unexcused
+                                ? ", its main threads had hardly run (no excuse: over 1.5x faster "
+                                  "than the reference)"
                             : s.own_load && f != ProgressFinding::kInconclusive
                                 ? ", its own threads held the CPUs its calls waited for"
                                 : "");

@@ -38,6 +38,7 @@ struct ProgressSample {
   bool main_idle = false;      // the ranks' main threads (where pkf_run runs) ran for under
                                // kMinMainRunShare of the window: still waking up, or
                                // waiting for CPUs (inconclusive)
+  bool idle_unexcused = false; // main_idle, but judged anyway (WithoutIdleExcuse)
   bool own_load = false;       // it waited as long, but the candidate's own threads held
                                // the CPUs (helper threads must be idle between calls):
                                // still conclusive, named in the detail
@@ -61,6 +62,21 @@ inline constexpr double kMinMainRunShare = 0.4;
 // for honest naive candidates; one convicted). Such batches are the drip
 // batches' and batch_consistency's.
 inline constexpr int kMinProbeCalls = 8;
+
+// `main_idle` excuses a probe only for a candidate no more than this much
+// faster than the reference (median per call): the excuse is for an honest
+// thread pool whose main thread wakes behind its workers (0.08x, above).
+// The judge takes the thread-group leader for the main thread, and a
+// candidate can park its leader and run the harness's loop on another
+// thread (swapcontext onto the leader's saved context): every probe then
+// read main_idle and the check passed unjudged while the candidate fused
+// whole batches (red team round 15 r15_parked_leader_*: OK 6.2-16x in 37 of
+// 37 launches against an honest 4.6-7.1x). A fast candidate gains by being
+// fast, and its probes are judged on what they found.
+inline constexpr double kIdleExcuseLimit = 1.5;
+// The probes with the main_idle excuse taken away (idle_unexcused marks
+// them in the detail).
+std::vector<ProgressSample> WithoutIdleExcuse(std::vector<ProgressSample> samples);
 
 // One probe: behind when at least 30% of a batch's time has passed and fewer
 // than a quarter of the calls that would be done are; ahead when every call

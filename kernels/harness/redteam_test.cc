@@ -108,8 +108,10 @@ void Expect(const std::string& name, std::vector<Accept> accept, const std::stri
   setenv("NV_REDTEAM_API_KEY", "redteam-planted-nv-key", 1);
   std::string cmd = fmt::format(
       "timeout -k 5 {} {} launch --problem {} --backend host --world-size 3 --dtype f32 "
-      "--size {} --trials 2 --warmup 1 --iters 6 --timeout {} --json {} {}/redteam_{}.so",
-      timeout_s * 4 + 30, PKF_WORKER, g_problem, g_size, timeout_s, extra, PKF_CANDIDATES, name);
+      "--size {} --trials 2 --warmup 1 --iters 6 --timeout {} --json --candidate-writable {} {} "
+      "{}/redteam_{}.so",
+      timeout_s * 4 + 30, PKF_WORKER, g_problem, g_size, timeout_s, dir, extra, PKF_CANDIDATES,
+      name);
   if (!cgroup_procs.empty())
     cmd = fmt::format("sh -c 'echo $$ > {} && exec {}{}'", cgroup_procs,
                       as_nobody ? "setpriv --reuid=65534 --regid=65534 --clear-groups " : "", cmd);
@@ -1367,8 +1369,8 @@ Result R13LaunchOnOneCpu(const std::string& name) {
   const std::string cmd = fmt::format(
       "timeout -k 5 70 taskset -c {} {} launch --problem allreduce --backend host --world-size 3 "
       "--dtype f32 --size tiny --trials 2 --warmup 1 --iters 6 --timeout 10 --json "
-      "{}/redteam_{}.so",
-      cpu, PKF_WORKER, PKF_CANDIDATES, name);
+      "--candidate-writable {} {}/redteam_{}.so",
+      cpu, PKF_WORKER, dir, PKF_CANDIDATES, name);
   const Verdict v = RunJudge(cmd, dir + "/judge_stderr");
   const std::vector<int> alive = StillAlive(dir);
   unsetenv("PKF_REDTEAM_DIR");
@@ -1514,10 +1516,10 @@ TEST(RedTeam, r14_cmd_pipe_stall) {
   setenv("PKF_REDTEAM_DIR", dir.c_str(), 1);
   const std::string cmd = fmt::format(
       "timeout -k 5 40 {}{} launch --problem allreduce --backend host --world-size 3 --dtype f32 "
-      "--size tiny --trials 2 --warmup 1 --iters 6 --timeout 5 --json "
+      "--size tiny --trials 2 --warmup 1 --iters 6 --timeout 5 --json --candidate-writable {} "
       "{}/redteam_r14_cmd_pipe_stall.so",
       geteuid() == 0 ? "setpriv --reuid=65534 --regid=65534 --clear-groups " : "", PKF_WORKER,
-      PKF_CANDIDATES);
+      dir, PKF_CANDIDATES);
   const Verdict v = RunJudge(cmd, dir + "/judge_stderr");
   const std::vector<int> alive = StillAlive(dir);
   unsetenv("PKF_REDTEAM_DIR");
@@ -1611,16 +1613,14 @@ TEST(RedTeam, r14_ansi_forge) {
 // "not judged" in every launch (only batch_consistency flags: 75th
 // percentile); r15_parked_leader_fuse (spinning exchange): OK 8.4-12.3x,
 // late stops flag it. control_flag_epoch OK 4.8-5.8x in the same minutes.
-TEST(RedTeamPending, r15_parked_leader_sleep) {
-  if (getenv("PKFORGE_REDTEAM_PENDING") == nullptr)
-    GTEST_SKIP() << "round 15 (OK 11-13x, every probe main_idle, against an honest 5-6x); "
-                    "PKFORGE_REDTEAM_PENDING=1 runs it";
+// Fixed (progress_probe.h kIdleExcuseLimit: a candidate over 1.5x faster
+// than the reference is judged on what its probes found): sleep CHEAT 15 of
+// 16 launches (the other OK 7.1x, within the honest band), fuse 16 of 16
+// (13:15-13:20 UTC).
+TEST(RedTeam, r15_parked_leader_sleep) {
   R13ExpectUnderHonestEpoch("r15_parked_leader_sleep", 4);
 }
-TEST(RedTeamPending, r15_parked_leader_fuse) {
-  if (getenv("PKFORGE_REDTEAM_PENDING") == nullptr)
-    GTEST_SKIP() << "round 15 (OK 8-12x, every probe main_idle or late, against an honest 5-6x); "
-                    "PKFORGE_REDTEAM_PENDING=1 runs it";
+TEST(RedTeam, r15_parked_leader_fuse) {
   R13ExpectUnderHonestEpoch("r15_parked_leader_fuse", 4);
 }
 
@@ -1647,10 +1647,8 @@ TEST(RedTeam, r15_writeback_storm) {
 // batch_progress off for any candidate. A fixed judge must still judge its
 // probes (at least one conclusive) or flag the check; it must not convict
 // it (honest calls).
-TEST(RedTeamPending, r15_parked_leader_honest) {
-  if (getenv("PKFORGE_REDTEAM_PENDING") == nullptr)
-    GTEST_SKIP() << "round 15 (batch_progress 'not judged', passed, in every launch); "
-                    "PKFORGE_REDTEAM_PENDING=1 runs it";
+// Fixed: OK 4.8-5.6x in 8 of 8, its probes judged.
+TEST(RedTeam, r15_parked_leader_honest) {
   for (int i = 0; i < 2; ++i) {
     Result r;
     Expect("r15_parked_leader_honest", {kOk}, "", 10, "", 0, false, &r);
@@ -1665,6 +1663,9 @@ TEST(RedTeamPending, r15_parked_leader_honest) {
 // per call about what a short one does, so batch_consistency stays quiet):
 // OK 9.9x with no flag at all once, 9.7x, 6.2-7.7x under another session's
 // load (late stops flag it there), against control_flag_epoch 4.6-5.1x.
+// With the idle excuse gone for fast candidates it is r13_always_k32, the
+// stated chunk residual: OK 7.7-11.0x in 3 of 4 (13:15 UTC, one over the
+// 1.5x-honest bound), the probes behind on 2 of 4 conclusive ones.
 TEST(RedTeamPending, r15_parked_leader_k32) {
   if (getenv("PKFORGE_REDTEAM_PENDING") == nullptr)
     GTEST_SKIP() << "round 15 (OK 6-10x, once without any flag, against an honest 5x); "
@@ -1686,10 +1687,10 @@ TEST(RedTeamPending, r15_parked_leader_k32) {
 // worker path printed {"status":"OK", ..., "speedup":99}. Expected once
 // fixed: WRONG_OUTPUT (no file may be made or renamed there), and all_zeros
 // judged WRONG_OUTPUT by the real worker.
-TEST(RedTeamPending, r15_judge_binary_write) {
-  if (getenv("PKFORGE_REDTEAM_PENDING") == nullptr)
-    GTEST_SKIP() << "round 15 (a non-root bare launch: the candidate renamed a forging script "
-                    "over the judge's binary); PKFORGE_REDTEAM_PENDING=1 runs it";
+// Fixed (containment.cc ConfineWrites: every Landlock write right handled,
+// allowed only beneath --candidate-writable folders): WRONG_OUTPUT, and the
+// next launch is judged by the real worker (WRONG_OUTPUT for all_zeros).
+TEST(RedTeam, r15_judge_binary_write) {
   const std::string root = NewDir("r15_judge_binary_write_tree");
   const std::string log = NewDir("r15_judge_binary_write");
   ASSERT_EQ(std::system(fmt::format("mkdir -p {0}/bin {0}/cand && cp {1} {0}/bin/ && cp "
@@ -1738,10 +1739,8 @@ TEST(RedTeamPending, r15_judge_binary_write) {
 // batch_progress "(no probe was conclusive: not judged)", passed, in 6 of 7
 // (6-11 probes, all main_idle; the other one's detail was not captured), as
 // in a bare launch.
-TEST(RedTeamPending, r15_parked_leader_exec) {
-  if (getenv("PKFORGE_REDTEAM_PENDING") == nullptr)
-    GTEST_SKIP() << "round 15 (through an executor: batch_progress 'not judged', passed); "
-                    "PKFORGE_REDTEAM_PENDING=1 runs it";
+// Fixed: batch_progress judged (13:15 UTC: 15 probes, 2 behind, flagged).
+TEST(RedTeam, r15_parked_leader_exec) {
   const std::string worker = PKF_WORKER;
   const std::string bin = worker.substr(0, worker.rfind('/'));
   std::string source = __FILE__;
