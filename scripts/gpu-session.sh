@@ -29,6 +29,9 @@ t() {  # t NAME SECONDS [ENV=V ...] cmd...
   local t0=$SECONDS
   timeout --signal=KILL "$secs" env "$@" >"/tmp/gpu-logs/logs/$name.log" 2>&1
   local rc=$?
+  # A step killed at its limit leaves its workers and ranks (own process
+  # groups) on the GPU: they would hog it for the next step.
+  pkill -KILL -f 'pkforge-(worker|cuda-rank|executor|sandbox)' 2>/dev/null
   echo "== $name rc=$rc $((SECONDS - t0))s (at $((SECONDS - T0))s)"
   pack
   grep -E "^\[  (FAILED|  OK|  SKIPPED) |PASSED|FAILED TEST|result|speedup" "/tmp/gpu-logs/logs/$name.log" | tail -n 40
@@ -62,6 +65,45 @@ if [[ "$PART" == 2 ]]; then
   t oracle 150 $H $B/kernels/kernels_gpu_test --gtest_filter=*CudaReferenceMatchesHostOracle*
   t redteam_late 100 PKFORGE_CUDA_LATE_FILTER=1 $H $B/kernels/redteam_gpu_test --gtest_filter=*control*:*early_return*:*side_stream*
   t naive_late 60 PKFORGE_CUDA_LATE_FILTER=1 $H $B/kernels/kernels_gpu_test --gtest_filter=*EveryNaiveCuda*:*ReferenceAsCandidate*
+fi
+if [[ "$PART" == keeper ]]; then
+  # Is the slowness the GPU's cold start? The same launches without and with
+  # a process that keeps an NVML session open (nvidia-smi -l: changes no
+  # setting), directly and in the sandbox; then the executor test with it.
+  nvidia-smi -q | grep -i -A1 "persistence\|Compute Mode" | tee /tmp/gpu-logs/logs/persistence.txt
+  WL="$B/bin/pkforge-worker launch --problem allreduce --backend cuda --world-size 1 --dtype bf16 --size tiny --json $B/kernels/candidates/naive_cuda_allreduce.so"
+  SB="$B/bin/pkforge-sandbox --max-procs 4096 --ro $PWD --ro $(readlink -f $B) --ro /work --env PKFORGE_TIMING_DIAG=1"
+  t cold_direct 40 PKFORGE_TIMING_DIAG=1 $H $WL
+  t cold_sb 40 $H bash -c "$SB --env LD_LIBRARY_PATH=\$LD_LIBRARY_PATH --gpus 0 -- $WL"
+  nvidia-smi -l 1 >/dev/null 2>&1 &
+  KEEP=$!
+  sleep 3
+  t warm_direct 40 PKFORGE_TIMING_DIAG=1 $H $WL
+  t warm_sb 40 $H bash -c "$SB --env LD_LIBRARY_PATH=\$LD_LIBRARY_PATH --gpus 0 -- $WL"
+  t warm_executor 170 $H $B/executor/executor_gpu_test
+  t warm_naive 80 $H $B/kernels/kernels_gpu_test --gtest_filter=*EveryNaiveCuda*
+  kill $KEEP
+  grep -H "^phase\|rror\|status" /tmp/gpu-logs/logs/{cold,warm}_*.log | cut -c1-200 | head -60
+fi
+if [[ "$PART" == sb ]]; then
+  # Executor slowness, bisected: GPU health check (cuInit, a kernel) and one
+  # worker launch, directly and in pkforge-sandbox with the executor's flags.
+  # Absolute paths: the sandbox's cwd is its own.
+  BA="$(readlink -f $B)"
+  HC="$BA/bin/pkforge-cuda-rank health --gpu 0"
+  WL="$BA/bin/pkforge-worker launch --problem allreduce --backend cuda --world-size 1 --dtype bf16 --size tiny --json $BA/kernels/candidates/naive_cuda_allreduce.so"
+  SB="$BA/bin/pkforge-sandbox --ro $PWD --ro $BA --env PKFORGE_TIMING_DIAG=1 --env LD_LIBRARY_PATH=\$LD_LIBRARY_PATH"
+  FULL="--run-as-uid 65534 --run-as-gid 65534 --memory-mb 32768 --max-open-files 4096 --cpu-seconds 60 --max-procs 4096 --max-file-mb 1024"
+  ( nvidia-smi -q | grep -i -A1 "persistence\|MIG Mode\|Compute Mode"; ls -la /dev/nvidia*; nproc ) > /tmp/gpu-logs/logs/env.txt 2>&1
+  t h_direct 20 $H bash -c "time $HC"
+  t h_sb 20 $H bash -c "time $SB --gpus 0 -- $HC"
+  t h_sb_full 20 $H bash -c "time taskset -c 0-7 $SB --gpus 0 $FULL -- $HC"
+  t w_sb_full 45 $H bash -c "time taskset -c 0-7 $SB --gpus 0 $FULL -- $WL"
+  t w_direct 25 PKFORGE_TIMING_DIAG=1 $H bash -c "time $WL"
+  t w_sb 45 $H bash -c "time $SB --gpus 0 -- $WL"
+  t h_sb_uid 20 $H bash -c "time $SB --gpus 0 --run-as-uid 65534 --run-as-gid 65534 -- $HC"
+  t h_sb_all 20 $H bash -c "time $SB --gpu -- $HC"
+  grep -H "^real\|^phase\|rror\|healthy\|\"status" /tmp/gpu-logs/logs/{h,w}_*.log | cut -c1-160 | head -60
 fi
 if [[ "$PART" == 3 ]]; then
   t templates 250 $H $B/agent/kernel_templates_gpu_test
