@@ -29,12 +29,26 @@ namespace pkforge::executor {
 // checked before they are reused: a cuda run that crashed or hung.
 bool NeedsGpuHealthCheck(v1::Backend backend, v1::EvaluationResult::Status status);
 
-// Runs `check` on every GPU of `gpus` (the evaluation's lease, still held);
-// each one that fails is marked unhealthy in `queue` with a reason naming
-// `what` (e.g. "after evaluation eval_... (RUNTIME_ERROR)") and the check's
-// message. Returns one flag per retired GPU, for the evaluation's result.
-std::vector<std::string> RetireFailedGpus(const std::vector<int>& gpus,
-                                          const std::function<absl::Status(int gpu)>& check,
-                                          DeviceQueue* queue, const std::string& what);
+// A GPU is retired only after its check failed this many times, the
+// attempts `kHealthRetryDelays` apart: right after a crashed or killed
+// evaluation the driver may still be tearing its contexts down, and a new
+// process's CUDA initialisation waits for that (H100, 2026-12-05: the check
+// after an illegal-address crash timed out "during driver initialisation"
+// at 10 s, and one failed check took the executor's only GPU out of the
+// pool for good: every later evaluation failed with "0 usable").
+inline constexpr int kHealthAttempts = 3;
+inline constexpr int kHealthRetryDelaysMs[kHealthAttempts - 1] = {5'000, 20'000};
+
+// Runs `check` on every GPU of `gpus` (the evaluation's lease, still held),
+// again after each delay while it fails (`sleep_ms`: the wait, replaceable
+// in tests); one that fails every attempt is marked unhealthy in `queue`
+// with a reason naming `what` (e.g. "after evaluation eval_...
+// (RUNTIME_ERROR)") and the last message. Returns one flag per retired GPU
+// and one per GPU that passed only on a later attempt, for the evaluation's
+// result.
+std::vector<std::string> RetireFailedGpus(
+    const std::vector<int>& gpus, const std::function<absl::Status(int gpu)>& check,
+    DeviceQueue* queue, const std::string& what,
+    const std::function<void(int ms)>& sleep_ms = nullptr);
 
 }  // namespace pkforge::executor
