@@ -3,6 +3,7 @@
 #include "kernels/harness/checks.h"
 
 #include "gtest/gtest.h"
+#include "kernels/harness/judge_internal.h"
 #include "kernels/harness/outcome.h"
 #include "kernels/harness/progress_probe.h"
 #include "kernels/harness/verdict.h"
@@ -172,6 +173,25 @@ TEST(Verdict, OfficialTimeIsThe75thPercentileWhenBatchesAreFlagged) {
 // host: beside other load, the reference's batches of ~0.1 ms read 1.1 or
 // 24-28 us a call (a time slice landed in them): those run again; ordinary
 // spread does not.
+// cuda batches are sized at the reference's speed (1024 calls for a 7 us
+// call); a candidate over 1 ms a call slower gets batches up to 8x shorter,
+// so its timing phase fits its limit (red team patch_event_timing on the
+// H100: 5 ms a call, 5 s a batch, TIMEOUT at 60 s). Honest candidates,
+// whose trial rounds only add their thaw and freeze, keep the reference's.
+TEST(Verdict, ACandidateFarSlowerThanTheReferenceGetsShorterCudaBatches) {
+  using judge_internal::BatchCalls;
+  const double o = 400;  // us: the judge's round trip, in every trial wall
+  const std::vector<double> ref = {402, 403, 404};  // 2 us a call: 2 ms / 2 us
+  EXPECT_EQ(BatchCalls(ref, {}, o, 1024, true), 1000u);
+  EXPECT_EQ(BatchCalls(ref, {700, 690, 720}, o, 1024, true), 1000u);  // thaw + freeze
+  // 5 ms a call: at most 8x shorter (16 us a call counted: 2 ms / 16 us).
+  EXPECT_EQ(BatchCalls(ref, {5402, 5410, 5420}, o, 1024, true), 125u);
+  // 1.5 ms more a call: 2 + 1500 us, bounded at 16 us as well.
+  EXPECT_EQ(BatchCalls(ref, {1902}, o, 1024, true), 125u);
+  // The host keeps the reference's batches.
+  EXPECT_EQ(BatchCalls(ref, {5400}, o, 1024, false), BatchCalls(ref, {}, o, 1024, false));
+}
+
 TEST(Verdict, OnlyAReferenceBatchOverTwiceItsFastestRunsAgain) {
   EXPECT_TRUE(ReferenceBatchDisturbed(24.4, 1.1));
   EXPECT_TRUE(ReferenceBatchDisturbed(2.3, 1.1));

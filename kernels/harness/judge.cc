@@ -204,7 +204,8 @@ bool Judge::Correctness() {
     int64_t wall = 0;
     if (!pool_.Round(pool_.refs(), kOpRun, slot, 0, ph, &r, &wall)) return false;
     trial_ref_wall_us_.push_back(wall / 1e3);
-    if (!pool_.Round(pool_.cands(), kOpRun, slot, 0, ph, &r)) return false;
+    if (!pool_.Round(pool_.cands(), kOpRun, slot, 0, ph, &r, &wall)) return false;
+    trial_cand_wall_us_.push_back(wall / 1e3);
     if (!checks_.OutlivedCheck(slot, ph, fmt::format("trial {}", t))) return false;
     if (!CheckOutputs(slot, t, ph, false)) return false;
     corr->set_trials_passed(t + 1);

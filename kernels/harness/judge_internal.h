@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "fmt/format.h"
 #include "kernels/harness/checks.h"
 #include "kernels/harness/containment.h"
 #include "kernels/harness/cuda_probe.h"
@@ -93,6 +94,16 @@ inline int RanksCpus(const std::vector<RankProc*>& ranks) {
 // cuda aims at 5 ms: the fixed per-batch costs that differ between the sides
 // (see the set count in Run()) then weigh ~2%; host batches stay at 2 ms
 // (CPU timings are for development; shorter evaluations).
+// cuda: a candidate over 1 ms a call slower than the reference in its
+// trials gets batches sized at its own speed, at most this many times shorter
+// (Judge::ChooseBatchLength).
+inline constexpr double kSlowCandidateShrink = 8;
+inline constexpr double kSlowCandidateExcessUs = 1000;
+// Calls per timed batch from the trials' wall times (us, each a round trip
+// of `o` us included) and the most the input sets allow (Judge::ChooseBatchLength).
+uint32_t BatchCalls(const std::vector<double>& ref_trials_us,
+                    const std::vector<double>& cand_trials_us, double o, uint32_t cap, bool cuda);
+
 inline int64_t BatchTargetNs(bool /*cuda*/) {
   static const int64_t env_ns = [] {
     const char* v = std::getenv("PKFORGE_BATCH_TARGET_US");
@@ -305,7 +316,8 @@ class Judge {
   std::string rank_exe_;  // what rank processes exec (the worker itself, or pkforge-cuda-rank)
   CudaDeviceInfo cuda_;
   std::string versions_;  // cuda: "cudart=X nccl=Y" from reference rank 0's setup reply
-  std::vector<double> trial_ref_wall_us_;  // reference call wall times in the trials
+  std::vector<double> trial_ref_wall_us_;   // reference call wall times in the trials
+  std::vector<double> trial_cand_wall_us_;  // candidate call wall times in the trials
   int poison_checks_ = 0;
   // The least share of a candidate batch a rank's main thread waited for a
   // CPU (progress probes: the wait that is normal here, e.g. ranks sharing a CPU).

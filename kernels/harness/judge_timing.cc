@@ -204,21 +204,39 @@ bool Judge::ProbeRoundTrip(v1::Phase ph, double* min_us) {
 // Calls per batch: enough for BatchTargetNs() at the reference's speed
 // (its fastest trial: noise only adds), and at least 16 where the sets
 // allow, so the stop at the batch's end (which scheduling can delay on a
-// loaded host) weighs little per call.
+// loaded host) weighs little per call. cuda: at the candidate's speed where
+// it is slower, by up to kSlowCandidateShrink: batches sized for a 7 us
+// reference call are 1024 calls, and a candidate spending 5 ms a call
+// (red team patch_event_timing on the H100, 2026-12-05) took 5 s a batch
+// and ran out of its 60 s timing phase: TIMEOUT instead of its verdict (an
+// honest slow candidate would lose its measurement so). Bounded so a
+// candidate slow on purpose in its trials shortens batches at most 8x
+// (1024 -> 128 calls: short batches and probes remain).
+uint32_t BatchCalls(const std::vector<double>& ref_trials_us,
+                    const std::vector<double>& cand_trials_us, double o, uint32_t cap, bool cuda) {
+  auto fastest_of = [](const std::vector<double>& v) {
+    return v.empty() ? 1.0 : *std::min_element(v.begin(), v.end());
+  };
+  double per_call_us = std::max(1.0, fastest_of(ref_trials_us) - o);
+  // The candidate's trial rounds also pay its thaw and freeze (hundreds of
+  // us): only an excess over the reference's beyond kSlowCandidateExcessUs
+  // counts, so honest fast candidates keep the reference's batches.
+  const double excess_us = fastest_of(cand_trials_us) - fastest_of(ref_trials_us);
+  if (cuda && !cand_trials_us.empty() && excess_us > kSlowCandidateExcessUs)
+    per_call_us = std::min(per_call_us + excess_us, kSlowCandidateShrink * per_call_us);
+  cap = std::max(cap, 1u);
+  return static_cast<uint32_t>(std::clamp<double>(
+      std::ceil(BatchTargetNs(cuda) / 1e3 / per_call_us), std::min(16u, cap), cap));
+}
+
 void Judge::ChooseBatchLength(double o) {
-  const double fastest = trial_ref_wall_us_.empty() ? 1.0
-                                                    : *std::min_element(trial_ref_wall_us_.begin(),
-                                                                        trial_ref_wall_us_.end());
-  const double per_call_us = std::max(1.0, fastest - o);
   uint32_t cap = static_cast<uint32_t>(sets_);
   for (int rk = 0; rk < o_.world_size; ++rk) {
     int64_t out = 0;
     for (const Placed& p : layout_.out[rk]) out += p.bytes;
     cap = std::min(cap, MaxBatch(out));
   }
-  cap = std::max(cap, 1u);
-  samples_.batch = static_cast<uint32_t>(std::clamp<double>(
-      std::ceil(BatchTargetNs(Cuda()) / 1e3 / per_call_us), std::min(16u, cap), cap));
+  samples_.batch = BatchCalls(trial_ref_wall_us_, trial_cand_wall_us_, o, cap, Cuda());
 }
 
 // Fresh inputs for every call of the batch, from one secret seed.

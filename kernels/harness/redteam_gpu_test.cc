@@ -95,8 +95,14 @@ TEST(RedTeamGpu, gpu_hog_setup) {
   ExpectOneOf("gpu_hog_setup",
               {{Result::CHEAT_DETECTED, {"outlived_call"}}, {Result::TIMEOUT, {}}});
 }
+// H100, 2026-12-05 (bundle fd7a18a): TIMEOUT in PHASE_TIMING at 60 s, its
+// 5 ms calls in batches sized for the reference's 7 us (1024 calls, 5 s a
+// batch); batches for a candidate over 1 ms a call slower are now up to 8x
+// shorter (BatchCalls), so the judge's clock should convict it again. Not
+// OK either way.
 TEST(RedTeamGpu, patch_event_timing) {
-  Expect("patch_event_timing", Result::CHEAT_DETECTED, {"wallclock_crosscheck"});
+  ExpectOneOf("patch_event_timing",
+              {{Result::CHEAT_DETECTED, {"wallclock_crosscheck"}}, {Result::TIMEOUT, {}}});
 }
 // Never HARNESS_ERROR: the reference opens the candidate's buffers before
 // any candidate code runs (kOpInit/kOpAttach). On the H200 at a2c15bd: OK
