@@ -167,8 +167,13 @@ absl::Status Devices::CheckGpu(int gpu) const {
   if (runtime_->config().cuda_rank_path.empty())
     return absl::FailedPreconditionError("no pkforge-cuda-rank to run the health check");
   ASSIGN_OR_RETURN(std::string scratch, MakeScratchDir(scratch_parent_, NewId("health")));
-  auto r = runtime_->Run({runtime_->config().cuda_rank_path, "health", "--gpu", "0"}, scratch,
-                         {gpu}, 30'000);
+  // The check's own limit (25 s) under the sandbox's (30 s): CUDA's
+  // initialisation right after a crashed evaluation waits for the driver to
+  // tear that evaluation's contexts down (over 10 s on the H100 after an
+  // illegal-address fault); gpu_health.h retries on top.
+  auto r = runtime_->Run({runtime_->config().cuda_rank_path, "health", "--gpu", "0",
+                          "--timeout-ms", "25000"},
+                         scratch, {gpu}, 30'000);
   std::error_code ec;
   fs::remove_all(scratch, ec);
   if (!r.ok()) return Annotate(r.status(), absl::StrCat("health check of GPU ", gpu));
