@@ -104,6 +104,8 @@ if [[ "$PART" == sb ]]; then
   t h_sb_uid 20 $H bash -c "time $SB --gpus 0 --run-as-uid 65534 --run-as-gid 65534 -- $HC"
   t h_sb_all 20 $H bash -c "time $SB --gpu -- $HC"
   grep -H "^real\|^phase\|rror\|healthy\|\"status" /tmp/gpu-logs/logs/{h,w}_*.log | cut -c1-160 | head -60
+  t executor 150 $H $B/executor/executor_gpu_test
+  grep -H "^real\|^phase\|rror\|healthy\|\"status" /tmp/gpu-logs/logs/{h,w}_*.log | cut -c1-160 | head -60
 fi
 if [[ "$PART" == 3 ]]; then
   t templates 250 $H $B/agent/kernel_templates_gpu_test
