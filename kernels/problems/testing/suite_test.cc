@@ -107,10 +107,14 @@ TEST(Suite, RightValuesAtACoarserPrecisionAreWrongForEveryProblemAndDtype) {
     for (pkf_dtype dt : p->dtypes)
       for (int w : {1, 3}) {
         if (!Fits(*p, w)) continue;
-        // Four input sets: a tolerance of about one ulp of the dtype rejects
-        // a coarser format on most elements, but tiny has few elements.
+        // Twelve input sets: a tolerance of about one ulp of the dtype rejects
+        // a coarser format on most elements, but tiny has few elements
+        // (gemv_decode f16 at world 1: 10 outputs, a trial accepted with
+        // chance ~0.38, 40 launches; all of 4 trials passed once in a full
+        // run). The evaluation stops at the first wrong trial, so more cost
+        // little.
         const std::string e = Expect(*p, "policy_coarse_" + std::string(p->name), w, dt,
-                                     Result::WRONG_OUTPUT, 4);
+                                     Result::WRONG_OUTPUT, 12);
         if (!e.empty()) bad.push_back(e);
       }
   Report(bad, "problem/dtype/world combinations accepted values at a coarser precision");
