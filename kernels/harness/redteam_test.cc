@@ -1792,5 +1792,169 @@ TEST(RedTeam, r15_parked_leader_exec) {
   EXPECT_FALSE(silent) << "batch_progress passed without judging a single probe (executor path)";
 }
 
+
+}  // namespace
+}  // namespace pkforge::kernels
+
+// Round 16 (appended): what the terminal tests below need.
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/ioctl.h>
+#include <sys/wait.h>
+
+#include <chrono>
+#include <csignal>
+
+namespace pkforge::kernels {
+namespace {
+
+// Round 16 (helper-redteam16, against e06553f): the controlling terminal.
+// Runs `inner` (sh -c) as the leader of a new session whose controlling
+// terminal is a fresh pseudo-terminal, as a person's shell runs a command
+// they typed; drains the terminal's output until `inner` ends (at most
+// `limit_s`). Returns what the terminal showed.
+std::string RunOnATerminal(const std::string& inner, int limit_s) {
+  const int m = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
+  if (m < 0 || grantpt(m) != 0 || unlockpt(m) != 0) return "(no pseudo-terminal)";
+  const std::string slave = ptsname(m);
+  const pid_t pid = fork();
+  if (pid == 0) {
+    setsid();
+    const int s = open(slave.c_str(), O_RDWR);  // the session's controlling terminal
+    if (s < 0) _exit(126);
+    ioctl(s, TIOCSCTTY, 0);
+    dup2(s, 0);
+    dup2(s, 1);
+    dup2(s, 2);
+    if (s > 2) close(s);
+    execl("/bin/sh", "sh", "-c", inner.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  std::string shown;
+  const auto t0 = std::chrono::steady_clock::now();
+  for (;;) {
+    pollfd p{m, POLLIN, 0};
+    if (poll(&p, 1, 100) > 0) {
+      char buf[4096];
+      const ssize_t n = read(m, buf, sizeof buf);
+      if (n > 0 && shown.size() < (1u << 16)) shown.append(buf, static_cast<size_t>(n));
+    }
+    int status = 0;
+    if (waitpid(pid, &status, WNOHANG) == pid) break;
+    if (std::chrono::steady_clock::now() - t0 > std::chrono::seconds(limit_s)) {
+      kill(pid, SIGKILL);
+      waitpid(pid, &status, 0);
+      break;
+    }
+  }
+  close(m);
+  return shown;
+}
+
+// Round 16: a bare launch typed at a terminal. The judge starts its ranks in
+// a process group of their own but in the caller's session
+// (rank_pool.cc StartRank: setpgid, no setsid), so a candidate rank can open
+// /dev/tty read-only (Landlock handles only write rights, and not
+// IOCTL_DEV) and ioctl(TIOCSTI) bytes into the terminal's input queue (the
+// seccomp filter refuses FIOSETOWN and SIOCSPGRP only): the caller's shell
+// runs them after the judge exits, outside every confinement, as the caller
+// (root here: the ranks' drop to 65534 does not matter). The test's
+// "terminal" runs the launch, then `timeout 10 sh` reading commands from the
+// terminal as an interactive shell would (--foreground: in the terminal's
+// foreground process group); the candidate (with the test's
+// consent, inject.ok) types `echo ... > tty_injected; exit`.
+// Measured 13:50 UTC (root launch, ranks at uid 65534): see the README's
+// round 16 table. Expected once fixed: WRONG_OUTPUT (no controlling terminal
+// in a candidate rank) and no tty_injected file.
+TEST(RedTeamPending, r16_tty_inject) {
+  if (getenv("PKFORGE_REDTEAM_PENDING") == nullptr)
+    GTEST_SKIP() << "round 16 (a root launch at a terminal ran the candidate's typed command "
+                    "as root); PKFORGE_REDTEAM_PENDING=1 runs it";
+  const std::string log = NewDir("r16_tty_inject");
+  { std::ofstream(log + "/inject.ok") << "the test's terminal runs only the test's shell\n"; }
+  const std::string inner = fmt::format(
+      "PKF_REDTEAM_DIR={0} timeout -k 5 60 {1} launch --problem allreduce --backend host "
+      "--world-size 3 --dtype f32 --size tiny --trials 2 --warmup 1 --iters 6 --timeout 10 "
+      "--json --candidate-writable {0} {2}/redteam_r16_tty_inject.so >{0}/result.json "
+      "2>{0}/judge_stderr; timeout --foreground 10 sh",
+      log, PKF_WORKER, PKF_CANDIDATES);
+  const std::string shown = RunOnATerminal(inner, 90);
+  const Verdict v = RunJudge(fmt::format("cat {}/result.json", log), log + "/cat_stderr");
+  const std::string injected = ReadFile(log + "/tty_injected");
+  std::printf("REDTEAM r16_tty_inject status=%s injected=%s\n",
+              v.parsed ? Result::Status_Name(v.result.status()).c_str() : "NO_RESULT",
+              injected.empty() ? "(nothing)" : injected.c_str());
+  ASSERT_TRUE(v.parsed) << v.channel_error << "\nterminal:\n" << shown.substr(0, 2000);
+  EXPECT_TRUE(injected.empty())
+      << "the caller's shell ran a command the candidate typed into its terminal: " << injected
+      << ReadFile(log + "/log");
+  EXPECT_EQ(v.result.status(), Result::WRONG_OUTPUT)
+      << "a candidate rank reached the caller's controlling terminal:\n"
+      << ReadFile(log + "/log");
+}
+
+// Round 16: metadata of the user's files (Landlock has no right for chmod,
+// chown, utimensat, setxattr). As r15_judge_binary_write: uid 65534 via
+// setpriv on throwaway copies in a folder that uid owns (a battery run by a
+// plain user). r16_metadata_write chmods, re-times and tags the worker copy
+// and its own folder (restored), and with sabotage.ok leaves the sibling
+// library (control_naive) at mode 0 and the worker a-x. Then the sibling is
+// launched through a second, untouched worker copy. Expected once fixed:
+// WRONG_OUTPUT, the modes unchanged, the sibling judged OK.
+TEST(RedTeamPending, r16_metadata_write) {
+  if (getenv("PKFORGE_REDTEAM_PENDING") == nullptr)
+    GTEST_SKIP() << "round 16 (chmod/utimensat/setxattr outside the writable folders); "
+                    "PKFORGE_REDTEAM_PENDING=1 runs it";
+  const std::string root = NewDir("r16_metadata_write_tree");
+  const std::string log = NewDir("r16_metadata_write");
+  ASSERT_EQ(std::system(fmt::format("mkdir -p {0}/bin {0}/bin2 {0}/cand && cp {1} {0}/bin/ && cp "
+                                    "{1} {0}/bin2/ && cp {2}/redteam_r16_metadata_write.so "
+                                    "{2}/redteam_control_naive.so {0}/cand/",
+                                    root, PKF_WORKER, PKF_CANDIDATES)
+                            .c_str()),
+            0);
+  std::string as = "";
+  if (geteuid() == 0) {
+    ASSERT_EQ(std::system(fmt::format("chown -R 65534:65534 {}", root).c_str()), 0);
+    as = "setpriv --reuid=65534 --regid=65534 --clear-groups ";
+  }
+  { std::ofstream(log + "/sabotage.ok") << "the tree under " << root << " is throwaway\n"; }
+  setenv("PKF_REDTEAM_DIR", log.c_str(), 1);
+  auto launch = [&](const std::string& bin, const std::string& cand) {
+    return RunJudge(fmt::format("cd {0} && timeout -k 5 60 {1}{0}/{2}/pkforge-worker launch "
+                                "--problem allreduce --backend host --world-size 3 --dtype f32 "
+                                "--size tiny --trials 2 --warmup 1 --iters 6 --timeout 10 --json "
+                                "--candidate-writable {4} {0}/cand/redteam_{3}.so",
+                                root, as, bin, cand, log),
+                    log + "/judge_stderr_" + bin);
+  };
+  struct stat w0{}, s0{};
+  stat((root + "/bin/pkforge-worker").c_str(), &w0);
+  stat((root + "/cand/redteam_control_naive.so").c_str(), &s0);
+  const Verdict attack = launch("bin", "r16_metadata_write");
+  struct stat w1{}, s1{};
+  stat((root + "/bin/pkforge-worker").c_str(), &w1);
+  stat((root + "/cand/redteam_control_naive.so").c_str(), &s1);
+  const Verdict sibling = launch("bin2", "control_naive");
+  const Verdict again = launch("bin", "control_naive");
+  unsetenv("PKF_REDTEAM_DIR");
+  std::printf("REDTEAM r16_metadata_write status=%s; worker mode %o -> %o, sibling mode %o -> %o; "
+              "sibling after it: %s; the worker again: exit %d %s\n",
+              attack.parsed ? Result::Status_Name(attack.result.status()).c_str() : "NO_RESULT",
+              w0.st_mode & 07777, w1.st_mode & 07777, s0.st_mode & 07777, s1.st_mode & 07777,
+              sibling.raw.substr(0, 300).c_str(), again.exit_code,
+              again.stderr_text.substr(0, 200).c_str());
+  std::system(fmt::format("chmod -R u+rwX {0}; rm -rf {0}", root).c_str());
+  ASSERT_TRUE(attack.parsed) << attack.channel_error;
+  EXPECT_EQ(attack.result.status(), Result::WRONG_OUTPUT)
+      << "the candidate changed modes, times or attributes of the user's files:\n"
+      << ReadFile(log + "/log");
+  EXPECT_EQ(w1.st_mode & 07777, w0.st_mode & 07777) << "the worker's mode changed";
+  EXPECT_EQ(s1.st_mode & 07777, s0.st_mode & 07777) << "the sibling library's mode changed";
+  ASSERT_TRUE(sibling.parsed) << sibling.channel_error << " " << sibling.stderr_text;
+  EXPECT_EQ(sibling.result.status(), Result::OK)
+      << "the next candidate's evaluation was broken by the one before: " << sibling.raw;
+}
+
 }  // namespace
 }  // namespace pkforge::kernels
