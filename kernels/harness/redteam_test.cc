@@ -1956,5 +1956,47 @@ TEST(RedTeamPending, r16_metadata_write) {
       << "the next candidate's evaluation was broken by the one before: " << sibling.raw;
 }
 
+// Round 16: the late stop made by an uninterruptible wait instead of a held
+// CPU. r16_dstate_late_stop: whole-batch fusion (r13_late_stop_whole's)
+// with a helper thread of rank 0 asleep in an O_DIRECT pread of the worker
+// binary ('D') for ~1.1x each batch's span, so that the freeze, which waits
+// for every thread to read 'T', takes hold late on every probe. Held: the
+// probe's time is when the stop was SENT (rank_pool.cc CandPausedRound:
+// stop_sent_at_ns), and the calls' threads stop at once; 13:38-13:39 UTC
+// CHEAT_DETECTED batch_progress 4 of 4 (9.1-13.0x before the verdict,
+// probes behind), control_flag_epoch OK 6.7-7.9x.
+TEST(RedTeam, r16_dstate_late_stop) { R13ExpectUnderHonestEpoch("r16_dstate_late_stop", 3); }
+
+// Round 16: fusion under the idle gate. kIdleExcuseLimit (1.5x) still
+// excuses main_idle probes of a candidate up to 1.5x faster than the
+// reference; with the leader parked (r15) every probe is main_idle, so a
+// whole-batch fuser that sleeps each batch to ~1/1.4 of the reference's
+// time (learned from its own naive warm-up batch) passes "not judged"
+// without a flag. 13:39 UTC: r16_parked_leader_capped OK 1.26-1.44x (5
+// launches, probes 100% done at 32-66%: "ahead" but excused), the
+// _behind variant (outputs at the last call: "behind", excused) OK 1.28x
+// 3 of 3, against control_naive (the same algorithm per call) OK
+// 0.98-1.00x. Without the parked leader the "ahead" probes convict (only a
+// candidate no faster than the reference, 1.0x, is merely flagged).
+// Expected once fixed: not OK above 1.2x control_naive's speedup.
+void R16ExpectUnderNaive(const std::string& name, int launches) {
+  Result r;
+  Expect("control_naive", {kOk}, "", 10, "", 0, false, &r);
+  const double naive = r.status() == Result::OK ? r.speedup() : 1.0;
+  for (int i = 0; i < launches; ++i) Expect(name, {kCheatAny, kOk}, "", 10, "", 1.2 * naive);
+}
+TEST(RedTeamPending, r16_parked_leader_capped) {
+  if (getenv("PKFORGE_REDTEAM_PENDING") == nullptr)
+    GTEST_SKIP() << "round 16 (OK 1.26-1.44x, not judged, against control_naive 1.00x); "
+                    "PKFORGE_REDTEAM_PENDING=1 runs it";
+  R16ExpectUnderNaive("r16_parked_leader_capped", 3);
+}
+TEST(RedTeamPending, r16_parked_leader_capped_behind) {
+  if (getenv("PKFORGE_REDTEAM_PENDING") == nullptr)
+    GTEST_SKIP() << "round 16 (OK 1.28x, not judged, against control_naive 1.00x); "
+                    "PKFORGE_REDTEAM_PENDING=1 runs it";
+  R16ExpectUnderNaive("r16_parked_leader_capped_behind", 3);
+}
+
 }  // namespace
 }  // namespace pkforge::kernels
