@@ -85,7 +85,7 @@ if [[ "$PART" == keeper ]]; then
   kill $KEEP
   grep -H "^phase\|rror\|status" /tmp/gpu-logs/logs/{cold,warm}_*.log | cut -c1-200 | head -60
 fi
-if [[ "$PART" == sb ]]; then
+if [[ "$PART" == sb || "$PART" == sb2 ]]; then
   # Executor slowness, bisected: GPU health check (cuInit, a kernel) and one
   # worker launch, directly and in pkforge-sandbox with the executor's flags.
   # Absolute paths: the sandbox's cwd is its own.
@@ -96,9 +96,13 @@ if [[ "$PART" == sb ]]; then
   FULL="--run-as-uid 65534 --run-as-gid 65534 --memory-mb 32768 --max-open-files 4096 --cpu-seconds 60 --max-procs 4096 --max-file-mb 1024"
   ( nvidia-smi -q | grep -i -A1 "persistence\|MIG Mode\|Compute Mode"; ls -la /dev/nvidia*; nproc ) > /tmp/gpu-logs/logs/env.txt 2>&1
   t h_direct 20 $H bash -c "time $HC"
-  t h_sb 20 $H bash -c "time $SB --gpus 0 -- $HC"
+  [[ "$PART" == sb ]] && t h_sb 20 $H bash -c "time $SB --gpus 0 -- $HC"
   t h_sb_full 20 $H bash -c "time taskset -c 0-7 $SB --gpus 0 $FULL -- $HC"
   t w_sb_full 45 $H bash -c "time taskset -c 0-7 $SB --gpus 0 $FULL -- $WL"
+  if [[ "$PART" == sb2 ]]; then
+    grep -H "^real\|^phase\|rror\|healthy\|\"status" /tmp/gpu-logs/logs/{h,w}_*.log | cut -c1-160
+    exit 0
+  fi
   t w_direct 25 PKFORGE_TIMING_DIAG=1 $H bash -c "time $WL"
   t w_sb 45 $H bash -c "time $SB --gpus 0 -- $WL"
   t h_sb_uid 20 $H bash -c "time $SB --gpus 0 --run-as-uid 65534 --run-as-gid 65534 -- $HC"
