@@ -37,6 +37,13 @@ static bool Attack(pkf_context* ctx) {
   const bool reach = ioctl(fd, TIOCGPGRP, &fg) == 0;
   rt_log("uid %d: /dev/tty open read-only, foreground pgrp %d (mine %d): %s", (int)getuid(),
          (int)fg, (int)getpgrp(), reach ? "reachable" : strerror(errno));
+  // Without TIOCSTI (kernels with dev.tty.legacy_tiocsti = 0) a rank can
+  // still set the terminal's modes (echo off, raw) from its background
+  // process group once SIGTTOU is ignored: tried here with the same modes.
+  signal(SIGTTOU, SIG_IGN);
+  termios tio{};
+  const bool modes = reach && tcgetattr(fd, &tio) == 0 && tcsetattr(fd, TCSANOW, &tio) == 0;
+  rt_log("tcsetattr on the caller's terminal (SIGTTOU ignored): %s", modes ? "ok" : strerror(errno));
   bool typed = reach;
   const char* dir = getenv("PKF_REDTEAM_DIR");
   if (reach && ctx->rank == 0 && dir != NULL &&
