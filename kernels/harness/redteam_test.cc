@@ -2000,3 +2000,96 @@ TEST(RedTeamPending, r16_parked_leader_capped_behind) {
 
 }  // namespace
 }  // namespace pkforge::kernels
+
+// Round 16 (appended): what the socket test below needs.
+#include <sys/socket.h>
+#include <sys/un.h>
+
+#include <atomic>
+#include <mutex>
+#include <thread>
+
+namespace pkforge::kernels {
+namespace {
+
+// Round 16: services outside the evaluation. A candidate rank may connect to
+// any unix socket its uid may (Landlock has no right for connect, abstract
+// names are not scoped, seccomp lets AF_UNIX through): in a plain user's
+// bare launch that is the user's session bus (systemd --user runs any
+// command as a transient unit), ssh-agent, X11. The test stands up a
+// listener at a path outside the writable folders (mode 0777, as
+// /run/user/<uid>/bus) and one at an abstract name; r16_unix_connect (rank 0)
+// connects to each and sends a line. 13:45 UTC: see the README's round 16
+// table. Expected once fixed: WRONG_OUTPUT and nothing heard.
+TEST(RedTeamPending, r16_unix_connect) {
+  if (getenv("PKFORGE_REDTEAM_PENDING") == nullptr)
+    GTEST_SKIP() << "round 16 (a root launch's rank reached both test services); "
+                    "PKFORGE_REDTEAM_PENDING=1 runs it";
+  const std::string log = NewDir("r16_unix_connect");
+  const std::string svc = NewDir("r16_unix_connect_svc");
+  const std::string path = svc + "/sock";
+  const std::string abstract = fmt::format("pkf-r16-svc-{}", getpid());
+  auto listen_on = [](const std::string& name, bool abs) {
+    const int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_un a{};
+    a.sun_family = AF_UNIX;
+    socklen_t len = sizeof a;
+    if (abs) {
+      std::snprintf(a.sun_path + 1, sizeof a.sun_path - 1, "%s", name.c_str());
+      len = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + name.size());
+    } else {
+      std::snprintf(a.sun_path, sizeof a.sun_path, "%s", name.c_str());
+    }
+    if (s < 0 || bind(s, reinterpret_cast<sockaddr*>(&a), len) != 0 || listen(s, 8) != 0) return -1;
+    if (!abs) chmod(name.c_str(), 0777);
+    return s;
+  };
+  const int ls[2] = {listen_on(path, false), listen_on(abstract, true)};
+  ASSERT_GE(ls[0], 0);
+  ASSERT_GE(ls[1], 0);
+  { std::ofstream(log + "/svc.path") << path << "\n" << abstract << "\n"; }
+  std::atomic<bool> stop{false};
+  std::mutex mu;
+  std::vector<std::string> heard;
+  std::thread server([&] {
+    while (!stop) {
+      pollfd p[2] = {{ls[0], POLLIN, 0}, {ls[1], POLLIN, 0}};
+      if (poll(p, 2, 100) <= 0) continue;
+      for (int i = 0; i < 2; ++i) {
+        if ((p[i].revents & POLLIN) == 0) continue;
+        const int c = accept4(ls[i], nullptr, nullptr, SOCK_CLOEXEC);
+        if (c < 0) continue;
+        pollfd q{c, POLLIN, 0};
+        char buf[256] = {0};
+        const ssize_t n = poll(&q, 1, 1000) > 0 ? read(c, buf, sizeof buf - 1) : 0;
+        close(c);
+        std::lock_guard<std::mutex> g(mu);
+        heard.push_back(fmt::format("{}: {}", i == 0 ? path : "@" + abstract,
+                                    std::string(buf, n > 0 ? static_cast<size_t>(n) : 0)));
+      }
+    }
+  });
+  setenv("PKF_REDTEAM_DIR", log.c_str(), 1);
+  const Verdict v = RunJudge(
+      fmt::format("timeout -k 5 60 {} launch --problem allreduce --backend host --world-size 3 "
+                  "--dtype f32 --size tiny --trials 2 --warmup 1 --iters 6 --timeout 10 --json "
+                  "--candidate-writable {} {}/redteam_r16_unix_connect.so",
+                  PKF_WORKER, log, PKF_CANDIDATES),
+      log + "/judge_stderr");
+  unsetenv("PKF_REDTEAM_DIR");
+  usleep(300'000);
+  stop = true;
+  server.join();
+  close(ls[0]);
+  close(ls[1]);
+  std::printf("REDTEAM r16_unix_connect status=%s heard=%s\n",
+              v.parsed ? Result::Status_Name(v.result.status()).c_str() : "NO_RESULT",
+              heard.empty() ? "(nothing)" : fmt::format("{}", fmt::join(heard, " | ")).c_str());
+  ASSERT_TRUE(v.parsed) << v.channel_error;
+  EXPECT_TRUE(heard.empty()) << "a candidate rank reached services outside the evaluation:\n"
+                             << ReadFile(log + "/log");
+  EXPECT_EQ(v.result.status(), Result::WRONG_OUTPUT) << ReadFile(log + "/log");
+}
+
+}  // namespace
+}  // namespace pkforge::kernels
