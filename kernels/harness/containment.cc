@@ -211,7 +211,8 @@ bool ConfineWrites(const std::vector<std::string>& writable) {
   attr.handled_access_fs = all;
   const int ruleset = static_cast<int>(syscall(SYS_landlock_create_ruleset, &attr, sizeof attr, 0));
   if (ruleset < 0) return false;
-  bool ok = true;
+  // A rule that cannot be added leaves its path unwritable; the ruleset is
+  // enforced all the same (denying more, never everything allowed).
   struct stat proc{};
   const bool have_proc = stat("/proc", &proc) == 0;
   auto allow = [&](const std::string& path, uint64_t rights) {
@@ -227,13 +228,14 @@ bool ConfineWrites(const std::vector<std::string>& writable) {
     rule.allowed_access = S_ISDIR(st.st_mode) ? rights : (rights & file_rights);
     rule.parent_fd = fd;
     if (syscall(SYS_landlock_add_rule, ruleset, LANDLOCK_RULE_PATH_BENEATH, &rule, 0) != 0)
-      ok = false;
+      fprintf(stderr, "pkforge: %s stays unwritable (landlock_add_rule: %s)\n", path.c_str(),
+              strerror(errno));
     close(fd);
   };
   for (const char* dev : {"/dev/null", "/dev/zero", "/dev/full"}) allow(dev, file_rights);
   for (const std::string& dir : writable) allow(dir, all);
   // Needs no_new_privs (set by the caller first).
-  if (ok && syscall(SYS_landlock_restrict_self, ruleset, 0) != 0) ok = false;
+  const bool ok = syscall(SYS_landlock_restrict_self, ruleset, 0) == 0;
   close(ruleset);
   return ok;
 }
