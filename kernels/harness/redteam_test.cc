@@ -1865,7 +1865,7 @@ std::string RunOnATerminal(const std::string& inner, int limit_s) {
 // consent, inject.ok) types `echo ... > tty_injected; exit`.
 // Measured 13:37-13:41 UTC (root launch, ranks at uid 65534): OK 3 of 3,
 // the typed line ran as uid 0 each time (and as the launching user for a
-// plain-user launch, by hand); see the README.s
+// plain-user launch, by hand); see the README's
 // round 16 table. Expected once fixed: WRONG_OUTPUT (no controlling terminal
 // in a candidate rank) and no tty_injected file.
 TEST(RedTeamPending, r16_tty_inject) {
@@ -2021,7 +2021,7 @@ namespace {
 // command as a transient unit), ssh-agent, X11. The test stands up a
 // listener at a path outside the writable folders (mode 0777, as
 // /run/user/<uid>/bus) and one at an abstract name; r16_unix_connect (rank 0)
-// connects to each and sends a line. 13:43 UTC: OK 3 of 3, both heard it; see the README.s round 16
+// connects to each and sends a line. 13:43 UTC: OK 3 of 3, both heard it; see the README's round 16
 // table. Expected once fixed: WRONG_OUTPUT and nothing heard.
 TEST(RedTeamPending, r16_unix_connect) {
   if (getenv("PKFORGE_REDTEAM_PENDING") == nullptr)
