@@ -7,6 +7,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/ptrace.h>
 #include <sys/resource.h>
@@ -15,6 +16,7 @@
 #include <sys/time.h>
 #include <sys/timerfd.h>
 #include <sys/wait.h>
+#include <sys/xattr.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -232,9 +234,10 @@ TEST(Harden, NoTimersThatOutliveAStop) {
     if (socket(AF_INET6, SOCK_DGRAM, 0) >= 0 || errno != EPERM) return 19;
     int sv[2];
     if (socketpair(AF_INET, SOCK_STREAM, 0, sv) == 0 || errno != EPERM) return 20;
-    const int local = socket(AF_UNIX, SOCK_STREAM, 0);
-    if (local < 0) return 21;
-    close(local);
+    // Host ranks (confine_writes) get no socket at all: an AF_UNIX one
+    // reached the user's services (red team round 16 r16_unix_connect);
+    // a connected pair reaches no one and stays.
+    if (socket(AF_UNIX, SOCK_STREAM, 0) >= 0 || errno != EPERM) return 21;
     if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) != 0) return 22;
     close(sv[0]);
     close(sv[1]);
@@ -385,6 +388,15 @@ TEST(Harden, WritesGoOnlyBeneathTheWritableFolders) {
     if (symlink("/etc/passwd", (other + "/sym").c_str()) == 0) return 26;
     if (mkdir((other + "/d").c_str(), 0700) == 0) return 27;
     if (abi >= 3 && truncate(victim.c_str(), 0) == 0) return 28;
+    // Nor its metadata, which Landlock has no right for (red team round 16
+    // r16_metadata_write made the worker binary non-executable): modes,
+    // owners, times, extended attributes, by every call that sets them.
+    if (chmod(victim.c_str(), 0600) == 0 || errno != EPERM) return 30;
+    if (syscall(452 /*fchmodat2*/, AT_FDCWD, victim.c_str(), 0600, 0) == 0 || errno != EPERM)
+      return 31;
+    if (chown(victim.c_str(), getuid(), getgid()) == 0 || errno != EPERM) return 32;
+    if (utimensat(AT_FDCWD, victim.c_str(), nullptr, 0) == 0 || errno != EPERM) return 33;
+    if (setxattr(victim.c_str(), "user.x", "1", 1, 0) == 0 || errno != EPERM) return 34;
     return 0;
   });
   EXPECT_EQ(rc, 0);
@@ -394,6 +406,24 @@ TEST(Harden, WritesGoOnlyBeneathTheWritableFolders) {
   EXPECT_EQ(content, "trusted");
   std::filesystem::remove_all(ok_dir);
   std::filesystem::remove_all(other);
+}
+
+// Typing into a terminal: even one that is the candidate's controlling
+// terminal (candidate ranks start a session of their own, so they have none;
+// red team round 16 r16_tty_inject typed a command the caller's shell ran).
+TEST(Harden, NothingCanBeTypedIntoATerminal) {
+  const int rc = InChild([] {
+    const int master = posix_openpt(O_RDWR | O_NOCTTY);
+    if (master < 0 || grantpt(master) != 0 || unlockpt(master) != 0) return 0;  // no ptys here
+    setsid();
+    const int slave = open(ptsname(master), O_RDWR);
+    if (slave < 0 || ioctl(slave, TIOCSCTTY, 0) != 0) return 0;
+    if (!HardenCandidateProcess().ok()) return 10;
+    char c = 'x';
+    if (ioctl(slave, TIOCSTI, &c) == 0) return 11;
+    return 0;
+  });
+  EXPECT_EQ(rc, 0);
 }
 
 TEST(NonDumpable, ProcOfATrustedProcessIsClosedToACandidate) {
