@@ -257,9 +257,10 @@ TEST(AntiCheatRules, LateStopsOnEveryProbeFlagAFastCandidate) {
 
 // A candidate that parks its thread-group leader (where the judge looks for
 // the harness's thread) makes every probe read main_idle (red team round 15
-// r15_parked_leader_*: OK 6.2-16x, batch_progress passed "not judged"). Over
-// 1.5x faster than the reference the probes are judged on what they found;
-// no faster, the idle excuse stands (an honest thread pool at 0.08x).
+// r15_parked_leader_*: OK 6.2-16x, batch_progress passed "not judged"). Any
+// faster than the reference the probes are judged on what they found (round
+// 16: a fuser held under a 1.5x gate passed at 1.04-1.44x); no faster, the
+// idle excuse stands (an honest thread pool at 0.08x).
 TEST(AntiCheatRules, IdleMainThreadsExcuseNoProbeOfAFastCandidate) {
   TimingSamples s = Anomalous(35, 5);
   for (ProgressSample& p : s.progress) p.main_idle = true;
@@ -269,7 +270,12 @@ TEST(AntiCheatRules, IdleMainThreadsExcuseNoProbeOfAFastCandidate) {
   const auto* c = Find(out, "batch_progress");
   ASSERT_NE(c, nullptr);
   EXPECT_NE(c->detail().find("no excuse"), std::string::npos) << c->detail();
-  TimingSamples slow = Anomalous(35, 25);  // 1.4x
+  TimingSamples capped = Anomalous(35, 25);  // 1.4x
+  for (ProgressSample& p : capped.progress) p.main_idle = true;
+  Outcome out1;
+  Judge("batch_progress", capped, &out1);
+  EXPECT_EQ(out1.result().status(), Result::CHEAT_DETECTED);
+  TimingSamples slow = Anomalous(35, 40);  // 0.875x
   for (ProgressSample& p : slow.progress) p.main_idle = true;
   Outcome out2;
   Judge("batch_progress", slow, &out2);

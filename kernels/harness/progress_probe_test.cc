@@ -67,6 +67,21 @@ TEST(ProgressProbe, MainThreadsThatHardlyRanAreInconclusive) {
   EXPECT_FALSE(JudgeProgress({s, s, s}).cheat);
 }
 
+// A main thread that woke late or waited for a CPU only makes a probe look
+// behind: every call done at 40% of the batch is ahead whatever the excuse
+// (red team round 16 r16_parked_leader_capped: every probe main_idle and
+// ahead, excused). A late stop still hides where the probe fell.
+TEST(ProgressProbe, AheadIsEvidenceEvenWhereTheMainThreadsHardlyRan) {
+  ProgressSample s{0.4, 1.0, true};
+  s.main_idle = true;
+  EXPECT_EQ(ClassifyProgress(s), ProgressFinding::kAhead);
+  s.main_idle = false;
+  s.starved = true;
+  EXPECT_EQ(ClassifyProgress(s), ProgressFinding::kAhead);
+  s.late_stop = true;
+  EXPECT_EQ(ClassifyProgress(s), ProgressFinding::kInconclusive);
+}
+
 // Waiting for CPUs the candidate's own threads held is no excuse (a spinning
 // helper thread would otherwise hide any amortization from every probe): the
 // probe stays conclusive and its detail names the cause (CI, b937fc9:

@@ -1868,10 +1868,15 @@ std::string RunOnATerminal(const std::string& inner, int limit_s) {
 // plain-user launch, by hand); see the README's
 // round 16 table. Expected once fixed: WRONG_OUTPUT (no controlling terminal
 // in a candidate rank) and no tty_injected file.
+// Fixed (candidate ranks start their own session, without a controlling
+// terminal; TIOCSTI/TIOCLINUX refused by seccomp; Landlock IOCTL_DEV where
+// the kernel has it): WRONG_OUTPUT, nothing typed (14:00 UTC). Behind
+// PKFORGE_REDTEAM_PENDING for its 90 s terminal wait; the fast test of the
+// rule is Harden.NothingCanBeTypedIntoATerminal.
 TEST(RedTeamPending, r16_tty_inject) {
   if (getenv("PKFORGE_REDTEAM_PENDING") == nullptr)
-    GTEST_SKIP() << "round 16 (a root launch at a terminal ran the candidate's typed command "
-                    "as root); PKFORGE_REDTEAM_PENDING=1 runs it";
+    GTEST_SKIP() << "round 16, fixed (its terminal wait takes 90 s); "
+                    "PKFORGE_REDTEAM_PENDING=1 runs it";
   const std::string log = NewDir("r16_tty_inject");
   { std::ofstream(log + "/inject.ok") << "the test's terminal runs only the test's shell\n"; }
   const std::string inner = fmt::format(
@@ -1903,10 +1908,9 @@ TEST(RedTeamPending, r16_tty_inject) {
 // library (control_naive) at mode 0 and the worker a-x. Then the sibling is
 // launched through a second, untouched worker copy. Expected once fixed:
 // WRONG_OUTPUT, the modes unchanged, the sibling judged OK.
-TEST(RedTeamPending, r16_metadata_write) {
-  if (getenv("PKFORGE_REDTEAM_PENDING") == nullptr)
-    GTEST_SKIP() << "round 16 (chmod/utimensat/setxattr outside the writable folders); "
-                    "PKFORGE_REDTEAM_PENDING=1 runs it";
+// Fixed (host ranks' seccomp refuses the chmod, chown, utime and xattr
+// families): WRONG_OUTPUT, modes unchanged, the sibling OK (14:00 UTC).
+TEST(RedTeam, r16_metadata_write) {
   const std::string root = NewDir("r16_metadata_write_tree");
   const std::string log = NewDir("r16_metadata_write");
   ASSERT_EQ(std::system(fmt::format("mkdir -p {0}/bin {0}/bin2 {0}/cand && cp {1} {0}/bin/ && cp "
@@ -2023,10 +2027,9 @@ namespace {
 // /run/user/<uid>/bus) and one at an abstract name; r16_unix_connect (rank 0)
 // connects to each and sends a line. 13:43 UTC: OK 3 of 3, both heard it; see the README's round 16
 // table. Expected once fixed: WRONG_OUTPUT and nothing heard.
-TEST(RedTeamPending, r16_unix_connect) {
-  if (getenv("PKFORGE_REDTEAM_PENDING") == nullptr)
-    GTEST_SKIP() << "round 16 (a root launch's rank reached both test services); "
-                    "PKFORGE_REDTEAM_PENDING=1 runs it";
+// Fixed (host ranks get no socket(): EPERM; socketpair stays): WRONG_OUTPUT,
+// neither service heard anything (14:00 UTC).
+TEST(RedTeam, r16_unix_connect) {
   const std::string log = NewDir("r16_unix_connect");
   const std::string svc = NewDir("r16_unix_connect_svc");
   const std::string path = svc + "/sock";
