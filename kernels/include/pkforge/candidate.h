@@ -69,8 +69,11 @@ typedef struct pkf_context {
    system, popen; in pkf_setup, pkf_run or pkf_teardown) kills the rank:
    CHEAT_DETECTED (outlived_call). Kernel timers
    that outlive a stop (timerfd_create, timer_create, setitimer, alarm,
-   io_uring_setup, io_setup) and sockets other than AF_UNIX fail with EPERM
-   on the host backend. */
+   io_uring_setup, io_setup), socket() (socketpair stays), and changes of
+   file modes, owners, times or extended attributes fail with EPERM on the
+   host backend, where files can be written only beneath the folders the
+   judge names (none in a bare launch; the executor's private /tmp and
+   /dev/shm): scratch files belong in memfd_create. */
 int pkf_run(pkf_context* ctx, const pkf_tensor* in, int32_t n_in, pkf_tensor* out, int32_t n_out,
             void* stream);
 
