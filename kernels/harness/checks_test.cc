@@ -257,10 +257,11 @@ TEST(AntiCheatRules, LateStopsOnEveryProbeFlagAFastCandidate) {
 
 // A candidate that parks its thread-group leader (where the judge looks for
 // the harness's thread) makes every probe read main_idle (red team round 15
-// r15_parked_leader_*: OK 6.2-16x, batch_progress passed "not judged"). Any
-// faster than the reference the probes are judged on what they found (round
-// 16: a fuser held under a 1.5x gate passed at 1.04-1.44x); no faster, the
-// idle excuse stands (an honest thread pool at 0.08x).
+// r15_parked_leader_*: OK 6.2-16x, batch_progress passed "not judged"). Over
+// 1.25x faster than the reference the probes are judged on what they found
+// (round 16: a fuser held under a 1.5x gate passed at 1.04-1.44x); within
+// noise of the reference (identical code) or slower, the idle excuse stands
+// (an honest thread pool at 0.08x).
 TEST(AntiCheatRules, IdleMainThreadsExcuseNoProbeOfAFastCandidate) {
   TimingSamples s = Anomalous(35, 5);
   for (ProgressSample& p : s.progress) p.main_idle = true;
@@ -275,7 +276,7 @@ TEST(AntiCheatRules, IdleMainThreadsExcuseNoProbeOfAFastCandidate) {
   Outcome out1;
   Judge("batch_progress", capped, &out1);
   EXPECT_EQ(out1.result().status(), Result::CHEAT_DETECTED);
-  TimingSamples slow = Anomalous(35, 40);  // 0.875x
+  TimingSamples slow = Anomalous(35, 30);  // 1.17x: identical code plus noise
   for (ProgressSample& p : slow.progress) p.main_idle = true;
   Outcome out2;
   Judge("batch_progress", slow, &out2);

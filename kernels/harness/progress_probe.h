@@ -72,10 +72,14 @@ inline constexpr int kMinProbeCalls = 8;
 // read main_idle and the check passed unjudged while the candidate fused
 // whole batches (red team round 15 r15_parked_leader_*: OK 6.2-16x in 37 of
 // 37 launches against an honest 4.6-7.1x). A fast candidate gains by being
-// fast, and its probes are judged on what they found. 1.0: at 1.5 a fuser
+// fast, and its probes are judged on what they found. 1.25: at 1.5 a fuser
 // held just under the gate passed unjudged at 1.04-1.44x against an honest
-// 0.94-1.01x for the same algorithm (round 16 r16_parked_leader_capped*).
-inline constexpr double kIdleExcuseLimit = 1.0;
+// 0.94-1.01x for the same algorithm (round 16 r16_parked_leader_capped*; the
+// "ahead" ones are now judged whatever the excuse); at 1.0 identical code,
+// faster than the reference by noise half the time, lost the excuse and
+// was convicted at world 1 beside a busy loop (HostEval.HonestCandidates
+// AreNotConvictedBesideABusyLoopOnTheirCpu, 14:05 UTC).
+inline constexpr double kIdleExcuseLimit = 1.25;
 // The probes with the main_idle excuse taken away (idle_unexcused marks
 // them in the detail).
 std::vector<ProgressSample> WithoutIdleExcuse(std::vector<ProgressSample> samples);

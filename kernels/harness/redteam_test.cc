@@ -1991,6 +1991,11 @@ void R16ExpectUnderNaive(const std::string& name, int launches) {
   const double naive = r.status() == Result::OK ? r.speedup() : 1.0;
   for (int i = 0; i < launches; ++i) Expect(name, {kCheatAny, kOk}, "", 10, "", 1.2 * naive);
 }
+// After the fixes (14:10 UTC): "ahead" is judged whatever the main threads
+// did, so _capped is CHEAT_DETECTED 3 of 3 (once OK 1.38x under a saturating
+// build); _capped_behind stays under the 1.25x idle gate (OK 1.18-1.22x
+// against control_naive 0.94x): the residual, a gain of at most ~25% over
+// the same algorithm's honest calls (threat model row 37).
 TEST(RedTeamPending, r16_parked_leader_capped) {
   if (getenv("PKFORGE_REDTEAM_PENDING") == nullptr)
     GTEST_SKIP() << "round 16 (OK 1.26-1.44x, not judged, against control_naive 1.00x); "
