@@ -1,6 +1,7 @@
 #include "kernels/harness/rank_pool.h"
 
 #include <fcntl.h>
+#include <sys/ioctl.h>
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
@@ -297,15 +298,22 @@ bool RankPool::StartRank(int i, int self, const std::string& rank_exe, const Dim
     return false;
   }
   if (pid == 0) {
-    // Child: async-signal-safe calls only until execve. A candidate rank
-    // starts a session of its own, without the caller's controlling
-    // terminal (red team round 16 r16_tty_inject typed a command into it,
-    // which the caller's shell ran after the judge exited); it is killed by
-    // pid and with the candidate tree, not with the ranks' process group.
-    if (side == 1)
-      setsid();
-    else
-      setpgid(0, pgid);
+    // Child: async-signal-safe calls only until execve.
+    setpgid(0, pgid);
+    // A candidate rank gives up the caller's controlling terminal (red team
+    // round 16 r16_tty_inject typed a command into it, which the caller's
+    // shell ran after the judge exited). TIOCNOTTY, not setsid(): a session
+    // of its own is a scheduling autogroup of its own, which gave each
+    // candidate rank the weight of the judge and every reference rank
+    // together (the drip batches' hand-offs then read an honest candidate
+    // slow: control_flag_epoch CHEAT_DETECTED batch_drip in the full run).
+    if (side == 1) {
+      const int tty = open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC);
+      if (tty >= 0) {
+        ioctl(tty, TIOCNOTTY);
+        close(tty);
+      }
+    }
     if (pinned) sched_setaffinity(0, sizeof pin, &pin);
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (getppid() != self) _exit(120);
@@ -333,10 +341,8 @@ bool RankPool::StartRank(int i, int self, const std::string& rank_exe, const Dim
     execve(rank_exe.c_str(), argv.data(), envp.data());
     _exit(127);
   }
-  if (side == 0) {
-    if (pgid_ == 0) pgid_ = pid;
-    setpgid(pid, pgid_);  // also from the parent: no window where a kill would miss it
-  }
+  if (pgid_ == 0) pgid_ = pid;
+  setpgid(pid, pgid_);  // also from the parent: no window where a kill would miss it
   p.pid = pid;
   close(cmd[0]);
   close(rep[1]);
