@@ -358,8 +358,8 @@ absl::Status HardenCandidateProcess(bool drop_root, bool confine_writes, bool fo
   // Typing into a terminal (TIOCSTI; TIOCLINUX's paste): a rank that kept
   // the caller's controlling terminal typed a command that the caller's
   // shell ran after the judge exited, as root for a root launch (red team
-  // round 16 r16_tty_inject). Candidate ranks also start their own session
-  // now (rank_pool.cc StartRank), with no controlling terminal.
+  // round 16 r16_tty_inject). Candidate ranks also give up the controlling
+  // terminal before exec (rank_pool.cc StartRank: TIOCNOTTY).
   for (uint64_t req : {uint64_t{FIOSETOWN}, uint64_t{SIOCSPGRP}, uint64_t{TIOCSTI},
                        uint64_t{TIOCLINUX}}) {
     scmp_arg_cmp c = eq(1, req);

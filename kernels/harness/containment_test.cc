@@ -409,7 +409,7 @@ TEST(Harden, WritesGoOnlyBeneathTheWritableFolders) {
 }
 
 // Typing into a terminal: even one that is the candidate's controlling
-// terminal (candidate ranks start a session of their own, so they have none;
+// terminal (candidate ranks give theirs up with TIOCNOTTY, so they have none;
 // red team round 16 r16_tty_inject typed a command the caller's shell ran).
 TEST(Harden, NothingCanBeTypedIntoATerminal) {
   const int rc = InChild([] {

@@ -1875,7 +1875,8 @@ std::string RunOnATerminal(const std::string& inner, int limit_s) {
 // plain-user launch, by hand); see the README's
 // round 16 table. Expected once fixed: WRONG_OUTPUT (no controlling terminal
 // in a candidate rank) and no tty_injected file.
-// Fixed (candidate ranks start their own session, without a controlling
+// Fixed (candidate ranks give up the controlling terminal, TIOCNOTTY: not a
+// session of their own, which is a scheduling autogroup of their own; no
 // terminal; TIOCSTI/TIOCLINUX refused by seccomp; Landlock IOCTL_DEV where
 // the kernel has it): WRONG_OUTPUT, nothing typed (14:00 UTC). Behind
 // PKFORGE_REDTEAM_PENDING for its 90 s terminal wait; the fast test of the
