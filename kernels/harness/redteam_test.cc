@@ -1535,6 +1535,63 @@ TEST(RedTeam, r14_cmd_pipe_stall) {
       << v.result.message();
 }
 
+// A candidate submitted as source to a real pkforge-executor (host only,
+// one slot, a token of its own) and judged with `pkforge eval`: the path an
+// API client takes. `name`: testdata/redteam/<name>.cc; `flags`: more
+// `pkforge eval` flags. `skipped` says what is missing when the executor or
+// the CLI was not built.
+struct ExecutorEval {
+  std::string skipped;
+  bool started = false;
+  std::string executor_stderr;
+  testing::Captured eval;
+};
+ExecutorEval EvalThroughExecutor(const std::string& name, const std::string& flags) {
+  ExecutorEval e;
+  const std::string worker = PKF_WORKER;
+  const std::string bin = worker.substr(0, worker.rfind('/'));
+  std::string source = __FILE__;
+  source = source.substr(0, source.rfind("harness/")) + "testdata/redteam/" + name + ".cc";
+  for (const std::string& f : {bin + "/pkforge-executor", bin + "/pkforge", source})
+    if (access(f.c_str(), R_OK) != 0) {
+      e.skipped = f + " is missing";
+      return e;
+    }
+  const std::string dir = NewDir(name);
+  { std::ofstream(dir + "/token") << name << "-token-0123456789\n"; }
+  chmod((dir + "/token").c_str(), 0600);
+  if (std::system(fmt::format(
+          "{0}/pkforge-executor --listen 127.0.0.1:0 --data-dir {1}/data --gpus none "
+          "--nvcc none --no-measure --host-slots 1 --compile-workers 1 --token-file "
+          "{1}/token --worker {2} >{1}/exec.out 2>{1}/exec.err & echo $! >{1}/exec.pid",
+          bin, dir, worker)
+                      .c_str()) != 0)
+    return e;
+  const int pid = std::atoi(ReadFile(dir + "/exec.pid").c_str());
+  std::string address;
+  for (int i = 0; i < 200 && address.empty(); ++i) {
+    const std::string out = ReadFile(dir + "/exec.out");
+    const size_t at = out.find("listening on ");
+    if (at != std::string::npos && out.find('\n', at) != std::string::npos)
+      address = out.substr(at + 13, out.find('\n', at) - at - 13);
+    else
+      usleep(100'000);
+  }
+  if (!address.empty())
+    e.eval = testing::RunCapture(fmt::format(
+        "timeout -k 5 120 {}/pkforge eval --executor {} --token-file {}/token --problem allreduce "
+        "--world-size 3 --dtype f32 --size tiny --quiet {} {} 2>{}/eval.err",
+        bin, address, dir, flags, source, dir));
+  if (pid > 0) {
+    kill(pid, SIGTERM);
+    for (int i = 0; i < 100 && kill(pid, 0) == 0; ++i) usleep(100'000);
+    if (kill(pid, 0) == 0) kill(pid, SIGKILL);
+  }
+  e.started = !address.empty();
+  e.executor_stderr = ReadFile(dir + "/exec.err");
+  return e;
+}
+
 // Round 14: the verdict a person reads. `pkforge eval` (table output,
 // cli/eval.cc Report) prints the result's message, failures and stderr tails
 // byte for byte; r14_ansi_forge (self-contained source, submitted as is)
@@ -1549,47 +1606,10 @@ TEST(RedTeam, r14_cmd_pipe_stall) {
 // ResultToText): 792 bytes printed, no ESC (the test EvalTest.
 // TerminalEscapesFromACandidateArePrintedAsText pins the report itself).
 TEST(RedTeam, r14_ansi_forge) {
-  const std::string worker = PKF_WORKER;
-  const std::string bin = worker.substr(0, worker.rfind('/'));
-  std::string source = __FILE__;
-  source = source.substr(0, source.rfind("harness/")) + "testdata/redteam/r14_ansi_forge.cc";
-  for (const std::string& f : {bin + "/pkforge-executor", bin + "/pkforge", source})
-    if (access(f.c_str(), R_OK) != 0) GTEST_SKIP() << f << " is missing";
-  const std::string dir = NewDir("r14_ansi_forge");
-  {
-    std::ofstream t(dir + "/token");
-    t << "r14-ansi-forge-token-0123456789\n";
-  }
-  chmod((dir + "/token").c_str(), 0600);
-  ASSERT_EQ(std::system(fmt::format(
-                "{0}/pkforge-executor --listen 127.0.0.1:0 --data-dir {1}/data --gpus none "
-                "--nvcc none --no-measure --host-slots 1 --compile-workers 1 --token-file "
-                "{1}/token --worker {2} >{1}/exec.out 2>{1}/exec.err & echo $! >{1}/exec.pid",
-                bin, dir, worker)
-                                .c_str()),
-            0);
-  const int pid = std::atoi(ReadFile(dir + "/exec.pid").c_str());
-  std::string address;
-  for (int i = 0; i < 200 && address.empty(); ++i) {
-    const std::string out = ReadFile(dir + "/exec.out");
-    const size_t at = out.find("listening on ");
-    if (at != std::string::npos && out.find('\n', at) != std::string::npos)
-      address = out.substr(at + 13, out.find('\n', at) - at - 13);
-    else
-      usleep(100'000);
-  }
-  testing::Captured c;
-  if (!address.empty())
-    c = testing::RunCapture(fmt::format(
-        "timeout -k 5 120 {}/pkforge eval --executor {} --token-file {}/token --problem allreduce "
-        "--world-size 3 --dtype f32 --size tiny --quiet {} 2>{}/eval.err",
-        bin, address, dir, source, dir));
-  if (pid > 0) {
-    kill(pid, SIGTERM);
-    for (int i = 0; i < 100 && kill(pid, 0) == 0; ++i) usleep(100'000);
-    if (kill(pid, 0) == 0) kill(pid, SIGKILL);
-  }
-  ASSERT_FALSE(address.empty()) << "the executor did not start:\n" << ReadFile(dir + "/exec.err");
+  const ExecutorEval e = EvalThroughExecutor("r14_ansi_forge", "");
+  if (!e.skipped.empty()) GTEST_SKIP() << e.skipped;
+  ASSERT_TRUE(e.started) << "the executor did not start:\n" << e.executor_stderr;
+  const testing::Captured& c = e.eval;
   std::printf("REDTEAM r14_ansi_forge pkforge eval printed %zu bytes, %zu ESC\n", c.output.size(),
               static_cast<size_t>(std::count(c.output.begin(), c.output.end(), '\x1b')));
   EXPECT_NE(c.output.find("RUNTIME_ERROR"), std::string::npos) << c.output;
@@ -1748,44 +1768,10 @@ TEST(RedTeam, r15_judge_binary_write) {
 // in a bare launch.
 // Fixed: batch_progress judged (13:15 UTC: 15 probes, 2 behind, flagged).
 TEST(RedTeam, r15_parked_leader_exec) {
-  const std::string worker = PKF_WORKER;
-  const std::string bin = worker.substr(0, worker.rfind('/'));
-  std::string source = __FILE__;
-  source = source.substr(0, source.rfind("harness/")) + "testdata/redteam/r15_parked_leader_exec.cc";
-  for (const std::string& f : {bin + "/pkforge-executor", bin + "/pkforge", source})
-    if (access(f.c_str(), R_OK) != 0) GTEST_SKIP() << f << " is missing";
-  const std::string dir = NewDir("r15_parked_leader_exec");
-  { std::ofstream(dir + "/token") << "r15-parked-leader-token-0123456789\n"; }
-  chmod((dir + "/token").c_str(), 0600);
-  ASSERT_EQ(std::system(fmt::format(
-                "{0}/pkforge-executor --listen 127.0.0.1:0 --data-dir {1}/data --gpus none "
-                "--nvcc none --no-measure --host-slots 1 --compile-workers 1 --token-file "
-                "{1}/token --worker {2} >{1}/exec.out 2>{1}/exec.err & echo $! >{1}/exec.pid",
-                bin, dir, worker)
-                                .c_str()),
-            0);
-  const int pid = std::atoi(ReadFile(dir + "/exec.pid").c_str());
-  std::string address;
-  for (int i = 0; i < 200 && address.empty(); ++i) {
-    const std::string out = ReadFile(dir + "/exec.out");
-    const size_t at = out.find("listening on ");
-    if (at != std::string::npos && out.find('\n', at) != std::string::npos)
-      address = out.substr(at + 13, out.find('\n', at) - at - 13);
-    else
-      usleep(100'000);
-  }
-  testing::Captured c;
-  if (!address.empty())
-    c = testing::RunCapture(fmt::format(
-        "timeout -k 5 120 {}/pkforge eval --executor {} --token-file {}/token --problem allreduce "
-        "--world-size 3 --dtype f32 --size tiny --quiet --json {} 2>{}/eval.err",
-        bin, address, dir, source, dir));
-  if (pid > 0) {
-    kill(pid, SIGTERM);
-    for (int i = 0; i < 100 && kill(pid, 0) == 0; ++i) usleep(100'000);
-    if (kill(pid, 0) == 0) kill(pid, SIGKILL);
-  }
-  ASSERT_FALSE(address.empty()) << "the executor did not start:\n" << ReadFile(dir + "/exec.err");
+  const ExecutorEval e = EvalThroughExecutor("r15_parked_leader_exec", "--json");
+  if (!e.skipped.empty()) GTEST_SKIP() << e.skipped;
+  ASSERT_TRUE(e.started) << "the executor did not start:\n" << e.executor_stderr;
+  const testing::Captured& c = e.eval;
   const bool ok = c.output.find("\"status\":\"OK\"") != std::string::npos ||
                   c.output.find("\"status\": \"OK\"") != std::string::npos;
   const bool silent = c.output.find("(no probe was conclusive: not judged)") != std::string::npos;
