@@ -95,10 +95,17 @@ if [[ "$PART" == sb || "$PART" == sb2 ]]; then
   SB="$BA/bin/pkforge-sandbox --ro $PWD --ro $BA --env PKFORGE_TIMING_DIAG=1 --env LD_LIBRARY_PATH=\$LD_LIBRARY_PATH"
   FULL="--run-as-uid 65534 --run-as-gid 65534 --memory-mb 32768 --max-open-files 4096 --cpu-seconds 60 --max-procs 4096 --max-file-mb 1024"
   ( nvidia-smi -q | grep -i -A1 "persistence\|MIG Mode\|Compute Mode"; ls -la /dev/nvidia*; nproc ) > /tmp/gpu-logs/logs/env.txt 2>&1
+  if [[ "$PART" == sb2 ]]; then
+    # The executor's old CUDA_MODULE_LOADING=EAGER against the default (lazy).
+    t w_sb_full 40 $H bash -c "time taskset -c 0-7 $SB --gpus 0 $FULL -- $WL"
+    t w_sb_full_eager 40 $H bash -c "time taskset -c 0-7 $SB --env CUDA_MODULE_LOADING=EAGER --gpus 0 $FULL -- $WL"
+    t h_sb_full_eager 20 $H bash -c "time $SB --env CUDA_MODULE_LOADING=EAGER --gpus 0 $FULL -- $HC"
+    t h_sb_full 20 $H bash -c "time $SB --gpus 0 $FULL -- $HC"
+  fi
   t h_direct 20 $H bash -c "time $HC"
   [[ "$PART" == sb ]] && t h_sb 20 $H bash -c "time $SB --gpus 0 -- $HC"
-  t h_sb_full 20 $H bash -c "time taskset -c 0-7 $SB --gpus 0 $FULL -- $HC"
-  t w_sb_full 45 $H bash -c "time taskset -c 0-7 $SB --gpus 0 $FULL -- $WL"
+  [[ "$PART" == sb ]] && t h_sb_full 20 $H bash -c "time taskset -c 0-7 $SB --gpus 0 $FULL -- $HC"
+  [[ "$PART" == sb ]] && t w_sb_full 45 $H bash -c "time taskset -c 0-7 $SB --gpus 0 $FULL -- $WL"
   if [[ "$PART" == sb2 ]]; then
     grep -H "^real\|^phase\|rror\|healthy\|\"status" /tmp/gpu-logs/logs/{h,w}_*.log | cut -c1-160
     exit 0
