@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include <chrono>
+#include <thread>
 #include <filesystem>
 #include <map>
 #include <sstream>
@@ -586,9 +587,16 @@ absl::StatusOr<Result> Pipeline::Run(const v1::EvaluateRequest& r, const std::st
     // 4. A crash or hang may have left a GPU broken: check before reuse
     // (gpu_health.h).
     if (NeedsGpuHealthCheck(r.backend(), result.status())) {
+      // The waits between attempts end early when the evaluation is
+      // cancelled (a client gone, the executor shutting down).
+      const auto wait = [cancel](int ms) {
+        for (int t = 0; t < ms && !cancel->cancelled(); t += 100)
+          std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      };
       for (std::string& flag : RetireFailedGpus(
                leased_gpus, [this](int g) { return devices_->CheckGpu(g); }, queue_,
-               absl::StrCat("after evaluation ", evaluation_id, " (", StatusLabel(result.status()), ")")))
+               absl::StrCat("after evaluation ", evaluation_id, " (", StatusLabel(result.status()), ")"),
+               wait))
         result.add_flags(std::move(flag));
     }
     hold_ms = busy.ElapsedMillis();
