@@ -386,9 +386,7 @@ void AntiCheat::BatchProgress(const TimingSamples& s) {
   // A candidate over kIdleExcuseLimit x faster than the reference is judged
   // on what its probes found even where its main threads seemed idle
   // (progress_probe.h; red team round 15 r15_parked_leader_*).
-  const std::vector<ProgressSample> probes = NoFasterThanReference(s, kIdleExcuseLimit)
-                                                 ? s.progress
-                                                 : WithoutIdleExcuse(s.progress);
+  const std::vector<ProgressSample> probes = ProbesAsJudged(s.progress, s.ref_us, s.cand_us);
   const ProgressVerdict v = JudgeProgress(probes, /*ahead_convicts=*/!Cuda());
   const std::string d = fmt::format(
       "candidate stopped in the middle of {} secretly chosen batches of {} calls: {}{}",

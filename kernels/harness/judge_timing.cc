@@ -10,7 +10,6 @@
 #include <string>
 #include <vector>
 
-#include "common/stats.h"
 #include "fmt/format.h"
 #include "kernels/harness/drip_check.h"
 #include "kernels/harness/judge_internal.h"
@@ -69,25 +68,21 @@ bool Judge::Timing() {
   uint32_t next = 0;
   std::vector<double> ref_walls, cand_walls, cand_waits, cand_spans;  // us per timed batch
   int batches_run = 0;  // every batch but drip ones, warm-up included
-  // As BatchProgress judges them: without the idle excuse for a candidate
-  // over kIdleExcuseLimit x faster than the reference in the samples so far.
+  // The timed batches so far, per call (as Finish computes the samples).
+  auto per_call = [&](const std::vector<double>& walls) {
+    std::vector<double> us;
+    for (double w : walls) us.push_back(std::max(w - o, 0.0) / batch_len);
+    return us;
+  };
+  // As BatchProgress judges them (ProbesAsJudged), on the samples so far.
   auto probes_settled = [&] {
-    bool fast = false;
-    if (!ref_walls.empty() && !cand_walls.empty()) {
-      std::vector<double> r, c;
-      for (double w : ref_walls) r.push_back(std::max(w - o, 0.0));
-      for (double w : cand_walls) c.push_back(std::max(w - o, 0.0));
-      fast = kIdleExcuseLimit * pkforge::Quantile(c, 0.5) < pkforge::Quantile(r, 0.5);
-    }
-    return ProgressSettled(fast ? WithoutIdleExcuse(samples_.progress) : samples_.progress,
-                           kProgressProbes, /*ahead_convicts=*/!Cuda());
+    return ProgressSettled(
+        ProbesAsJudged(samples_.progress, per_call(ref_walls), per_call(cand_walls)),
+        kProgressProbes, /*ahead_convicts=*/!Cuda());
   };
   auto drips_settled = [&] {
     if (drips == 0 || cand_walls.empty()) return true;
-    std::vector<double> r, c;
-    for (double w : ref_walls) r.push_back(std::max(w - o, 0.0) / batch_len);
-    for (double w : cand_walls) c.push_back(std::max(w - o, 0.0) / batch_len);
-    const DripFree f = FreeTimes(r, c);
+    const DripFree f = FreeTimes(per_call(ref_walls), per_call(cand_walls));
     const DripVerdict v = JudgeDrip(samples_.drip, f.ref_us, f.cand_us);
     return v.conclusive >= 2 && (v.slow == 0 || v.cheat);
   };

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "common/stats.h"
 #include "fmt/format.h"
 
 namespace pkforge::kernels {
@@ -37,6 +38,15 @@ std::vector<ProgressSample> WithoutIdleExcuse(std::vector<ProgressSample> sample
     s.main_idle = false;
   }
   return samples;
+}
+
+std::vector<ProgressSample> ProbesAsJudged(const std::vector<ProgressSample>& probes,
+                                           const std::vector<double>& ref_us,
+                                           const std::vector<double>& cand_us) {
+  const bool fast = !ref_us.empty() && !cand_us.empty() &&
+                    kIdleExcuseLimit * pkforge::Quantile(cand_us, 0.5) <
+                        pkforge::Quantile(ref_us, 0.5);
+  return fast ? WithoutIdleExcuse(probes) : probes;
 }
 
 const char* ProgressFindingName(ProgressFinding f) {

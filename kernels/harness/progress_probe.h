@@ -83,6 +83,13 @@ inline constexpr double kIdleExcuseLimit = 1.25;
 // The probes with the main_idle excuse taken away (idle_unexcused marks
 // them in the detail).
 std::vector<ProgressSample> WithoutIdleExcuse(std::vector<ProgressSample> samples);
+// The probes as batch_progress judges them (the verdict and the schedule's
+// settling alike): without the idle excuse when the candidate's median time
+// per call is over kIdleExcuseLimit times below the reference's (`ref_us`,
+// `cand_us`: per-call samples in one unit; either empty: as they are).
+std::vector<ProgressSample> ProbesAsJudged(const std::vector<ProgressSample>& probes,
+                                           const std::vector<double>& ref_us,
+                                           const std::vector<double>& cand_us);
 
 // One probe: behind when at least 30% of a batch's time has passed and fewer
 // than a quarter of the calls that would be done are; ahead when every call
