@@ -454,7 +454,7 @@ void RankPool::Timeout(const std::vector<RankProc*>& stuck, v1::Phase phase) {
   t->set_phase(phase);
   t->set_limit_s(o_.timeout_s);
   bool deadlock = false;
-  std::string names;
+  std::string names, waiting, working;
   for (RankProc* p : stuck) {
     SideControl* c = controls_[p->ref ? 0 : 1];
     const bool in_barrier = c->in_barrier[p->rank].load() != 0;
@@ -473,6 +473,10 @@ void RankPool::Timeout(const std::vector<RankProc*>& stuck, v1::Phase phase) {
                                  : "in the harness"));
     f->set_stderr_tail(Tail(p->err_fd, 2000));
     names += fmt::format("{}{}", names.empty() ? "" : ",", p->rank);
+    // Which ranks wait for which: a rank still working is not necessarily
+    // stuck (a slow call under a short limit reads the same as a hang).
+    std::string& to = in_barrier ? waiting : working;
+    to += fmt::format("{}{}", to.empty() ? "" : ",", p->rank);
   }
   t->set_deadlock(deadlock);
   bool ref_stuck = false;
@@ -481,13 +485,6 @@ void RankPool::Timeout(const std::vector<RankProc*>& stuck, v1::Phase phase) {
     out_->HarnessFault(fmt::format("reference ranks {} gave no reply within {} s in {}", names,
                                    o_.timeout_s, v1::Phase_Name(phase)));
     return;
-  }
-  // Which ranks wait for which: a rank still working is not necessarily
-  // stuck (a slow call under a short limit reads the same as a hang).
-  std::string waiting, working;
-  for (RankProc* p : stuck) {
-    std::string& to = controls_[1]->in_barrier[p->rank].load() != 0 ? waiting : working;
-    to += fmt::format("{}{}", to.empty() ? "" : ",", p->rank);
   }
   std::string why;
   if (deadlock && !working.empty())
