@@ -5,6 +5,7 @@
 #include <iostream>
 
 #include "CLI/CLI.hpp"
+#include "common/cpu_latency.h"
 #include "common/logging.h"
 #include "common/version.h"
 #include "executor/config.h"
@@ -87,6 +88,14 @@ int main(int argc, char** argv) {
     spdlog::critical("configuration: {}", std::string(s.message()));
     return 2;
   }
+
+  // The CPUs out of deep idle states for the daemon's lifetime: a candidate
+  // stopped between its timed batches would otherwise wake from one more
+  // slowly than the reference (common/cpu_latency.h). The judges run in
+  // sandboxes that cannot open the device, so the daemon holds it for them.
+  const pkforge::CpuWakeLatencyHold wake = pkforge::CpuWakeLatencyHold::Acquire();
+  if (wake.held()) spdlog::info("CPU wake-up latency: {}", wake.detail());
+  else spdlog::warn("CPU wake-up latency: {} (timings may favour the reference)", wake.detail());
 
   // Signals are taken synchronously by this thread; block them before any
   // other thread exists so every thread inherits the mask.

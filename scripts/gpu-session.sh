@@ -118,6 +118,29 @@ if [[ "$PART" == sb || "$PART" == sb2 ]]; then
   t executor 150 $H $B/executor/executor_gpu_test
   grep -H "^real\|^phase\|rror\|healthy\|\"status" /tmp/gpu-logs/logs/{h,w}_*.log | cut -c1-160 | head -60
 fi
+if [[ "$PART" == a ]]; then
+  # Session 15, first call: lazy against eager module loading in the sandbox with the
+  # executor's flags, the executor test (health-check retries, lazy loading), then the
+  # red-team tests that session 14's 200 s step did not reach (pending ones included).
+  BA="$(readlink -f $B)"
+  WL="$BA/bin/pkforge-worker launch --problem allreduce --backend cuda --world-size 1 --dtype bf16 --size tiny --json $BA/kernels/candidates/naive_cuda_allreduce.so"
+  SB="$BA/bin/pkforge-sandbox --ro $PWD --ro $BA --env PKFORGE_TIMING_DIAG=1 --env LD_LIBRARY_PATH=\$LD_LIBRARY_PATH"
+  FULL="--run-as-uid 65534 --run-as-gid 65534 --memory-mb 32768 --max-open-files 4096 --cpu-seconds 60 --max-procs 4096 --max-file-mb 1024"
+  t w_sb_full 35 $H bash -c "time taskset -c 0-7 $SB --gpus 0 $FULL -- $WL"
+  t w_sb_full_eager 35 $H bash -c "time taskset -c 0-7 $SB --env CUDA_MODULE_LOADING=EAGER --gpus 0 $FULL -- $WL"
+  grep -H "^real\|^phase\|rror\|\"status" /tmp/gpu-logs/logs/w_*.log | cut -c1-160
+  t executor 170 $H $B/executor/executor_gpu_test
+  t redteam 330 PKFORGE_REDTEAM_PENDING=1 $H $B/kernels/redteam_gpu_test \
+    --gtest_filter=-*control_private_stream:*side_stream_short:*gpu_hog_setup:*mailbox_garbage:*early_return_host_thread:*patch_device_sync
+fi
+if [[ "$PART" == b ]]; then
+  # Session 15, second call: the cuda references against the host oracles (#17),
+  # every naive cuda candidate, identical-candidate fidelity at the default size.
+  t oracle 150 $H $B/kernels/kernels_gpu_test --gtest_filter=*CudaReferenceMatchesHostOracle*
+  t kernels 190 $H $B/kernels/kernels_gpu_test --gtest_filter=-*CudaReferenceMatchesHostOracle*
+  W="$B/bin/pkforge-worker bench --backend cuda --candidates $B/kernels/candidates"
+  t fidelity 240 $H $W --world-size 1 --size default --repeats 6
+fi
 if [[ "$PART" == 3 ]]; then
   t templates 250 $H $B/agent/kernel_templates_gpu_test
   W="$B/bin/pkforge-worker bench --backend cuda --candidates $B/kernels/candidates"

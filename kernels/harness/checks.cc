@@ -163,14 +163,32 @@ bool AntiCheat::OutlivedCheck(int slot, v1::Phase phase, const std::string& when
     // Work the candidate queued on other streams (perhaps not even submitted
     // to the GPU yet while its process is frozen): a device-wide synchronize
     // in its ranks, timed by the judge's clock, must find nothing left.
+    // Timed from the command to the reply: the stop verified afterwards is
+    // not part of the synchronize (it took ~0.2 ms, more on a busy host).
+    // One slow synchronize may be the host's hiccup (an honest naive
+    // candidate through a real executor on the H100, 2026-12-05: 5.7 ms,
+    // beside the compiles of the evaluations queued after it): the same
+    // call is made again on the same inputs and checked the same way; work
+    // the candidate leaves behind on purpose is left behind again.
     std::vector<Reply> s;
-    int64_t sync_ns = 0;
-    if (!pool_->Round(pool_->cands(), kOpSync, 0, 0, phase, &s, &sync_ns)) return false;
-    if (sync_ns > kLingerLimitNs) {
+    int64_t first_ns = 0;
+    for (int attempt = 0;; ++attempt) {
+      if (!pool_->Round(pool_->cands(), kOpSync, 0, 0, phase, &s)) return false;
+      const int64_t sync_ns = pool_->last_reply_ns();
+      if (sync_ns <= kLingerLimitNs) break;
+      if (attempt == 0) {
+        first_ns = sync_ns;
+        if (!pool_->Round(pool_->refs(), kOpPoison, slot, 0, phase, &s)) return false;
+        if (!pool_->Round(pool_->cands(), kOpRun, slot, 0, phase, &s)) return false;
+        if (!ThreadCheck(when) || !ProcessCheck(when) || !IdleCheck(phase, when)) return false;
+        ++linger_reruns_;
+        continue;
+      }
       const std::string d = fmt::format(
-          "{}: a device-wide synchronize right after pkf_run returned took {:.1f} ms (limit {} "
-          "ms): work queued outside the call's stream outlived the call",
-          when, sync_ns / 1e6, kLingerLimitNs / 1'000'000);
+          "{}: a device-wide synchronize right after pkf_run returned took {:.1f} ms, and "
+          "{:.1f} ms after the same call again (limit {} ms): work queued outside the call's "
+          "stream outlived the call",
+          when, first_ns / 1e6, sync_ns / 1e6, kLingerLimitNs / 1'000'000);
       out_->Cheat("outlived_call", d);
       return false;
     }
@@ -191,9 +209,15 @@ bool AntiCheat::OutlivedCheck(int slot, v1::Phase phase, const std::string& when
       }
     }
   }
-  out_->AddCheck("outlived_call", true, false,
-                 fmt::format("no thread or process outlived a call{}",
-                             Cuda() ? "; the GPU idle and outputs stable after each call" : ""));
+  out_->AddCheck(
+      "outlived_call", true, false,
+      fmt::format("no thread or process outlived a call{}{}",
+                  Cuda() ? "; the GPU idle and outputs stable after each call" : "",
+                  linger_reruns_ == 0
+                      ? ""
+                      : fmt::format(" ({} slow synchronize(s) after a call, each clean when "
+                                    "the same call was made again)",
+                                    linger_reruns_)));
   return true;
 }
 

@@ -80,7 +80,9 @@ class AntiCheat {
   // by IdleLatencyVerdict (JudgeReferenceIdle).
   bool ReferenceIdleProbe(v1::Phase phase, const std::string& when);
   // All of the above, and on cuda that no work of the call is left (slot:
-  // the outputs of the call).
+  // the call's set: its inputs, its outputs). A synchronize slower than the
+  // limit makes the same call on the same inputs once more (outputs poisoned
+  // first) and convicts only if that one is slow too.
   bool OutlivedCheck(int slot, v1::Phase phase, const std::string& when);
 
   // After the candidate ranks have exited (RankPool::AwaitCandidateExit).
@@ -117,6 +119,9 @@ class AntiCheat {
   std::vector<int64_t> idle_ns_;
   // cuda: ReferenceIdleProbe's waits (JudgeReferenceIdle).
   std::vector<int64_t> ref_idle_ns_;
+  // cuda: slow synchronizes after a call excused by a clean repeat of the
+  // same call (OutlivedCheck).
+  int linger_reruns_ = 0;
   RankPool* pool_;
   Outcome* out_;
 };

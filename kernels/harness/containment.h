@@ -104,7 +104,8 @@ class CandidateProcesses {
   // (the reference ranks).
   // adopt_orphans: also count our other children (orphans a candidate
   // double-forked, re-parented to us) as members; false for a set of trusted
-  // processes that is stopped only to end a clock.
+  // processes that is stopped only to end a clock (the scan still runs, its
+  // result unused, so both sides' stops cost the same).
   CandidateProcesses(std::vector<int> ranks, std::vector<int> trusted, bool adopt_orphans = true)
       : ranks_(std::move(ranks)),
         trusted_(trusted.begin(), trusted.end()),

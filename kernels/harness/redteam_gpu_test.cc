@@ -156,6 +156,20 @@ TEST(RedTeamGpu, gpu_memory_squeeze) {
 // Predicted false positive today: the runtime's callback thread is created
 // on first use, inside a call, after the thread baseline.
 TEST(RedTeamGpu, control_host_func) { Expect("control_host_func", Result::OK); }
+// One slow device-wide synchronize after a call (a 20 ms spin left on a
+// private stream by the second call only, as a hiccup of a busy host would
+// stretch one synchronize; an honest naive candidate through a real executor
+// on the H100, 2026-12-05, read CHEAT outlived_call at 5.7 ms against the
+// 5 ms limit) is excused when the same call, made again, leaves nothing.
+TEST(RedTeamGpu, control_linger_once) {
+  Result r;
+  ExpectOneOf("control_linger_once", {{Result::OK, {}}}, 0, &r);
+  bool excused = false;
+  for (const auto& c : r.cheat_checks())
+    excused = excused || (c.check() == "outlived_call" &&
+                          c.detail().find("slow synchronize") != std::string::npos);
+  EXPECT_TRUE(excused) << "the 20 ms spin was not seen: the test no longer exercises the rerun";
+}
 // The device-wide persisting-L2 set-aside shrinks the reference's cache.
 TEST(RedTeamGpu, l2_persist_squeeze) {
   // The candidate is the NCCL reference: identical candidates read 0.77-0.92
@@ -183,16 +197,22 @@ TEST(RedTeamGpu, batch_fuse_group) {
   for (int run = 0; run < 3; ++run)
     ExpectOneOf("batch_fuse_group", {{Result::CHEAT_DETECTED, kBatchChecks}, {Result::WRONG_OUTPUT, {}}});
 }
-// Red team round 7 (not yet run on a GPU): the group first, then a spin
-// kernel per later call, so that probes find it "ahead" (a flag on cuda)
-// and short/long batches stay within 2x. Predicted OK at ~2.5-3.5x the
-// honest per-call candidate: the accepted cuda residual
-// (docs/threat-model.md) until it is measured.
+double R15HonestSpeedup();
+// Red team round 7: the group first, then a spin kernel per later call, so
+// that probes find it "ahead" (a flag on cuda) and short/long batches stay
+// within 2x. Predicted OK at ~2.5-3.5x the honest per-call candidate.
+// Measured on the H100 (2026-12-05, bundle c13cff5): OK at 1.099x, flagged
+// (probes 3 of 4 ahead), so its time was its batches' 75th percentile
+// (6.2 us, median 5.4 us) against 1.30-1.35x for the honest per-call kernel
+// in the same run: the flag's conservative time took the gain. Held when it
+// is convicted, or OK within 1.5x the honest per-call kernel's speedup.
 TEST(RedTeamGpu, fuse_group_ahead) {
   if (!HaveGpu()) GTEST_SKIP() << "no usable GPU";
-  if (getenv("PKFORGE_REDTEAM_PENDING") == nullptr)
-    GTEST_SKIP() << "round 7 cuda prediction (not run); PKFORGE_REDTEAM_PENDING=1 runs it";
-  ExpectOneOf("fuse_group_ahead", {{Result::CHEAT_DETECTED, kBatchChecks}, {Result::WRONG_OUTPUT, {}}});
+  const double honest = R15HonestSpeedup();
+  ASSERT_GT(honest, 0) << "r15_control_kernel_copy was not OK: no yardstick";
+  ExpectOneOf("fuse_group_ahead",
+              {{Result::CHEAT_DETECTED, kBatchChecks}, {Result::WRONG_OUTPUT, {}}, {Result::OK, {}}},
+              1.5 * honest);
 }
 // Red team round 8 (not yet run on a GPU): a hog kernel in a second context,
 // delayed behind a host-to-device copy so that the idle probe right after
@@ -279,13 +299,16 @@ const std::set<std::string> kR15BatchChecks = {
 // A persistent kernel per timed batch serves the calls from a host-mapped
 // mailbox (calls 1..N-1 launch nothing and return before their work is
 // done). Predicted OK at ~2-3x the honest per-call kernel: nothing of the
-// trusted side looks at the call's stream between two calls.
+// trusted side looks at the call's stream between two calls. Measured on the
+// H100 (2026-12-05): OK at 4.53x against 1.35x for the honest per-call
+// kernel, every check passed (the stated cuda residual).
 TEST(RedTeamGpu, r15_persistent_mailbox) {
   R15Expect("r15_persistent_mailbox", {{Result::CHEAT_DETECTED, kR15BatchChecks}});
 }
 // Chunks of 8 calls done by the first call of each chunk (the cuda residual
 // of threat-model row 23, measured). Predicted OK at ~2-3x the honest
-// per-call kernel.
+// per-call kernel. Measured on the H100 (2026-12-05): OK at 3.53x against
+// 1.35x, probes 5 of 5 consistent (the stated cuda residual).
 TEST(RedTeamGpu, r15_chunk_k8) {
   R15Expect("r15_chunk_k8", {{Result::CHEAT_DETECTED, kR15BatchChecks}});
 }
@@ -295,6 +318,7 @@ TEST(RedTeamGpu, r15_chunk_k8) {
 // memcpy. Predicted OK with a forged speedup, or TIMEOUT / HARNESS_ERROR if
 // the copy engines time-slice the contexts coarsely (the judge's own small
 // copies wait too). TIMEOUT is accepted: the candidate's status, no gain.
+// Measured on the H100 (2026-12-05): TIMEOUT in the timing phase (60 s).
 TEST(RedTeamGpu, r15_ce_hog_loop) {
   R15Expect("r15_ce_hog_loop",
             {{Result::CHEAT_DETECTED, {"outlived_call", "wallclock_crosscheck", "frozen_while_idle"}},
