@@ -18,6 +18,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -139,9 +140,24 @@ inline unsigned long long StartTime(int pid) {
 }
 
 // Processes recorded in dir/pids that still run (same pid and start time);
-// each is SIGKILLed after being listed.
+// each is SIGKILLed after being listed. The file is the candidate's to
+// write, and any process's start time is public in /proc: only processes
+// started after this test process are listed or killed, never this process
+// or its ancestors (a candidate naming them would otherwise have the test,
+// run as its user, kill the test itself or any job of that user started
+// earlier: red team round 16's note).
 inline std::vector<int> StillAlive(const std::string& dir) {
   std::vector<int> alive;
+  std::set<int> ours;  // this process and its ancestors
+  for (int p = getpid(); p > 1 && ours.insert(p).second;) {
+    const std::string st = ReadFile(fmt::format("/proc/{}/stat", p));
+    const size_t close = st.rfind(')');
+    int ppid = 0;
+    if (close == std::string::npos || std::sscanf(st.c_str() + close + 2, "%*c %d", &ppid) != 1)
+      break;
+    p = ppid;
+  }
+  const unsigned long long born = StartTime(getpid());
   std::istringstream in(ReadFile(dir + "/pids"));
   std::string line;
   std::set<int> seen;
@@ -149,7 +165,8 @@ inline std::vector<int> StillAlive(const std::string& dir) {
     int pid = 0;
     unsigned long long start = 0;
     if (std::sscanf(line.c_str(), "%d %llu", &pid, &start) != 2) continue;
-    if (pid <= 1 || !seen.insert(pid).second) continue;
+    if (pid <= 1 || ours.count(pid) || !seen.insert(pid).second) continue;
+    if (start < born) continue;
     if (StartTime(pid) != 0 && StartTime(pid) == start) {
       alive.push_back(pid);
       kill(pid, SIGKILL);
