@@ -2097,3 +2097,278 @@ TEST(RedTeam, r16_unix_connect) {
 
 }  // namespace
 }  // namespace pkforge::kernels
+
+// Round 17 (appended, helper-redteam17): what the keyring, IPC, terminal and
+// datagram tests below need.
+#include <fcntl.h>
+#include <linux/keyctl.h>
+#include <poll.h>
+#include <sys/ipc.h>
+#include <sys/msg.h>
+#include <sys/sem.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+
+namespace pkforge::kernels {
+namespace {
+
+std::string R17Launch(const std::string& name, const std::string& log) {
+  return fmt::format(
+      "timeout -k 5 60 {} launch --problem allreduce --backend host --world-size 3 --dtype f32 "
+      "--size tiny --trials 2 --warmup 1 --iters 6 --timeout 10 --json --candidate-writable {} "
+      "{}/redteam_{}.so",
+      PKF_WORKER, log, PKF_CANDIDATES, name);
+}
+
+// Round 17: the caller's session keyring. Host ranks may use keyctl,
+// add_key and request_key (no seccomp rule, no Landlock notion of keys); a
+// rank inherits the session keyring of whoever ran the launch and possesses
+// it, so possessor rights apply whatever its uid (65534 after a root
+// launch's drop). The launch runs in a fresh session keyring holding a
+// "user" key pkf-r17-secret (as `keyctl add user ... @s` or a login's
+// pam_keyinit/kerberos/NFS keys would be); r17_keyring_read (rank 0) lists
+// @s, reads every key, links pkf-r17-planted into @s, rewrites the secret's
+// payload (add_key of the same description updates it) and adds
+// pkf-r17-left-behind to its own user keyring, which outlives the launch.
+// 16:20 UTC: OK (worked) 3 of 3, the secret read, planted and rewritten, the
+// @u key still on the host afterwards. Expected once fixed: WRONG_OUTPUT,
+// the secret intact, no key planted, none left behind.
+long R17KeyCtl(int op, unsigned long a, unsigned long b = 0, unsigned long c = 0,
+               unsigned long d = 0) {
+  return syscall(SYS_keyctl, op, a, b, c, d);
+}
+TEST(RedTeamPending, r17_keyring_read) {
+  if (getenv("PKFORGE_REDTEAM_PENDING") == nullptr)
+    GTEST_SKIP() << "round 17 (OK: worked 3 of 3, the caller's session key read and rewritten by "
+                    "uid 65534); PKFORGE_REDTEAM_PENDING=1 runs it";
+  const std::string log = NewDir("r17_keyring_read");
+  const std::string cmd = R17Launch("r17_keyring_read", log);
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    // The caller's side: a session keyring of its own with a secret in it.
+    R17KeyCtl(KEYCTL_JOIN_SESSION_KEYRING, reinterpret_cast<unsigned long>("pkf-r17-session"));
+    const char secret[] = "redteam-keyring-secret";
+    const long key = syscall(SYS_add_key, "user", "pkf-r17-secret", secret, sizeof secret - 1,
+                             KEY_SPEC_SESSION_KEYRING);
+    setenv("PKF_REDTEAM_DIR", log.c_str(), 1);
+    const int st = std::system((cmd + " > " + log + "/result.json 2>" + log + "/judge_stderr").c_str());
+    char payload[128] = {0};
+    R17KeyCtl(KEYCTL_READ, static_cast<unsigned long>(key), reinterpret_cast<unsigned long>(payload),
+              sizeof payload - 1);
+    const long planted =
+        R17KeyCtl(KEYCTL_SEARCH, static_cast<unsigned long>(KEY_SPEC_SESSION_KEYRING),
+                  reinterpret_cast<unsigned long>("user"),
+                  reinterpret_cast<unsigned long>("pkf-r17-planted"), 0);
+    std::ofstream(log + "/caller_keys") << "launch status " << st << "\nsecret now: " << payload
+                                        << "\nplanted in @s: " << (planted > 0 ? "yes" : "no")
+                                        << "\n";
+    _exit(0);
+  }
+  int st = 0;
+  waitpid(child, &st, 0);
+  // The ranks' own user keyring (uid 65534 after a root launch's drop; the
+  // caller's own otherwise): a key there outlives the evaluation.
+  bool left_behind = false;
+  {
+    int fds[2];
+    ASSERT_EQ(pipe(fds), 0);
+    const pid_t probe = fork();
+    if (probe == 0) {
+      if (geteuid() == 0 && (setresgid(65534, 65534, 65534) != 0 || setresuid(65534, 65534, 65534) != 0))
+        _exit(2);
+      const long k = R17KeyCtl(KEYCTL_SEARCH, static_cast<unsigned long>(KEY_SPEC_USER_KEYRING),
+                               reinterpret_cast<unsigned long>("user"),
+                               reinterpret_cast<unsigned long>("pkf-r17-left-behind"), 0);
+      const char c = k > 0 ? 'y' : 'n';
+      if (k > 0) R17KeyCtl(KEYCTL_UNLINK, static_cast<unsigned long>(k),
+                           static_cast<unsigned long>(KEY_SPEC_USER_KEYRING));
+      if (write(fds[1], &c, 1) != 1) _exit(3);
+      _exit(0);
+    }
+    close(fds[1]);
+    char c = 'n';
+    if (read(fds[0], &c, 1) != 1) c = '?';
+    close(fds[0]);
+    waitpid(probe, nullptr, 0);
+    left_behind = c == 'y';
+  }
+  const Verdict v = RunJudge(fmt::format("cat {}/result.json", log), log + "/cat_stderr");
+  const std::string caller = ReadFile(log + "/caller_keys");
+  std::printf("REDTEAM r17_keyring_read status=%s left_behind=%s %s\n",
+              v.parsed ? Result::Status_Name(v.result.status()).c_str() : "NO_RESULT",
+              left_behind ? "yes" : "no", caller.c_str());
+  ASSERT_TRUE(v.parsed) << v.channel_error << "\n" << ReadFile(log + "/judge_stderr");
+  EXPECT_EQ(v.result.status(), Result::WRONG_OUTPUT)
+      << "a candidate rank read or wrote the caller's keyring:\n" << ReadFile(log + "/log");
+  EXPECT_NE(caller.find("secret now: redteam-keyring-secret"), std::string::npos)
+      << "the caller's key was rewritten by the candidate: " << caller;
+  EXPECT_NE(caller.find("planted in @s: no"), std::string::npos)
+      << "the candidate linked a key into the caller's session keyring: " << caller;
+  EXPECT_FALSE(left_behind) << "a key the candidate added outlived the evaluation";
+}
+
+// Round 17: System V IPC and POSIX queues left on the host. A bare launch
+// shares the host's IPC namespace and nothing refuses shmget/msgget/semget
+// (mq_open is refused: Landlock's MAKE_REG on the mqueue mount).
+// r17_ipc_leftover (rank 0) leaves a 64 MiB segment (touched: the pages are
+// held by nobody's process), a message queue with a message and a semaphore
+// set under key 0x706b6617. 16:22 UTC: OK (worked) 3 of 3, all three still
+// on the host after the launch (ipcs: owner nobody). Expected once fixed:
+// WRONG_OUTPUT and nothing left.
+TEST(RedTeamPending, r17_ipc_leftover) {
+  if (getenv("PKFORGE_REDTEAM_PENDING") == nullptr)
+    GTEST_SKIP() << "round 17 (OK: worked 3 of 3, 64 MiB SysV segment, queue and semaphores left "
+                    "on the host); PKFORGE_REDTEAM_PENDING=1 runs it";
+  const key_t key = 0x706b6617;
+  Expect("r17_ipc_leftover", {kWrong});
+  const int shm = shmget(key, 0, 0);
+  const int msq = msgget(key, 0);
+  const int sem = semget(key, 0, 0);
+  std::printf("REDTEAM r17_ipc_leftover left behind: shm %s, msg %s, sem %s\n",
+              shm >= 0 ? "yes" : "no", msq >= 0 ? "yes" : "no", sem >= 0 ? "yes" : "no");
+  if (shm >= 0) shmctl(shm, IPC_RMID, nullptr);
+  if (msq >= 0) msgctl(msq, IPC_RMID, nullptr);
+  if (sem >= 0) semctl(sem, 0, IPC_RMID);
+  EXPECT_LT(shm, 0) << "a SysV shared memory segment of the candidate outlived the evaluation";
+  EXPECT_LT(msq, 0) << "a SysV message queue of the candidate outlived the evaluation";
+  EXPECT_LT(sem, 0) << "a SysV semaphore set of the candidate outlived the evaluation";
+}
+
+// Round 17: the user's terminals, read. Round 16 took the controlling
+// terminal away (TIOCNOTTY) and refuses TIOCSTI and device ioctls, but a
+// rank may still open any terminal its uid owns by path, read-only
+// (Landlock handles only writes), and, the terminal not being its
+// controlling one, read() takes the bytes out of its input queue. The test
+// opens a pseudo-terminal owned by the ranks' uid (65534 in a root launch,
+// as the user's own /dev/pts/N are in a plain user's launch) and types a
+// line ahead; r17_pts_read (rank 0) reads every terminal it can open.
+// 16:24 UTC: OK (worked) 3 of 3, the line read by uid 65534 and gone for
+// the terminal's own reader. Expected once fixed: WRONG_OUTPUT, the line
+// still there.
+TEST(RedTeamPending, r17_pts_read) {
+  if (getenv("PKFORGE_REDTEAM_PENDING") == nullptr)
+    GTEST_SKIP() << "round 17 (OK: worked 3 of 3, a typed line stolen from the user's terminal); "
+                    "PKFORGE_REDTEAM_PENDING=1 runs it";
+  const std::string log = NewDir("r17_pts_read");
+  const int m = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
+  ASSERT_GE(m, 0);
+  ASSERT_EQ(grantpt(m), 0);
+  ASSERT_EQ(unlockpt(m), 0);
+  const std::string slave = ptsname(m);
+  if (geteuid() == 0) {
+    ASSERT_EQ(chown(slave.c_str(), 65534, 65534), 0);
+  }
+  const int s = open(slave.c_str(), O_RDWR | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
+  ASSERT_GE(s, 0);
+  const std::string typed = "pkf-r17-typed-password\n";
+  ASSERT_EQ(write(m, typed.data(), typed.size()), static_cast<ssize_t>(typed.size()));
+  usleep(10'000);
+  setenv("PKF_REDTEAM_DIR", log.c_str(), 1);
+  const Verdict v = RunJudge(R17Launch("r17_pts_read", log), log + "/judge_stderr");
+  unsetenv("PKF_REDTEAM_DIR");
+  char buf[128] = {0};
+  const ssize_t n = read(s, buf, sizeof buf - 1);
+  close(s);
+  close(m);
+  std::printf("REDTEAM r17_pts_read status=%s; the terminal's reader then got %zd bytes\n",
+              v.parsed ? Result::Status_Name(v.result.status()).c_str() : "NO_RESULT", n);
+  ASSERT_TRUE(v.parsed) << v.channel_error;
+  EXPECT_EQ(v.result.status(), Result::WRONG_OUTPUT)
+      << "a candidate rank read the user's terminal:\n" << ReadFile(log + "/log");
+  EXPECT_EQ(std::string(buf, n > 0 ? static_cast<size_t>(n) : 0), typed)
+      << "the typed line was taken from the terminal before its reader saw it";
+}
+
+// Round 17: round 16's socket fix bypassed through socketpair(AF_UNIX,
+// SOCK_DGRAM): a datagram socket of a pair still takes a destination
+// (sendto, or connect to re-target it) by path or abstract name, so a rank
+// reaches every datagram service (journal/syslog, systemd's notify socket)
+// and may bind an abstract name. The test stands up a datagram listener at
+// a path outside the writable folders (0777) and one at an abstract name;
+// r17_dgram_sendto (rank 0) sends a line to each from a socketpair socket.
+// 16:26 UTC: OK (worked) 3 of 3, both heard "from uid 65534" (socket()
+// itself EPERM). Expected once fixed: WRONG_OUTPUT and nothing heard.
+TEST(RedTeamPending, r17_dgram_sendto) {
+  if (getenv("PKFORGE_REDTEAM_PENDING") == nullptr)
+    GTEST_SKIP() << "round 17 (OK: worked 3 of 3, both datagram services heard the candidate); "
+                    "PKFORGE_REDTEAM_PENDING=1 runs it";
+  const std::string log = NewDir("r17_dgram_sendto");
+  const std::string svc = NewDir("r17_dgram_sendto_svc");
+  const std::string path = svc + "/sock";
+  const std::string abstract = fmt::format("pkf-r17-svc-{}", getpid());
+  auto bind_dgram = [](const std::string& name, bool abs) {
+    const int s = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    sockaddr_un a{};
+    a.sun_family = AF_UNIX;
+    socklen_t len = sizeof a;
+    if (abs) {
+      std::snprintf(a.sun_path + 1, sizeof a.sun_path - 1, "%s", name.c_str());
+      len = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + name.size());
+    } else {
+      std::snprintf(a.sun_path, sizeof a.sun_path, "%s", name.c_str());
+    }
+    if (s < 0 || bind(s, reinterpret_cast<sockaddr*>(&a), len) != 0) return -1;
+    if (!abs) chmod(name.c_str(), 0777);
+    return s;
+  };
+  const int ls[2] = {bind_dgram(path, false), bind_dgram(abstract, true)};
+  ASSERT_GE(ls[0], 0);
+  ASSERT_GE(ls[1], 0);
+  { std::ofstream(log + "/svc.path") << path << "\n" << abstract << "\n"; }
+  setenv("PKF_REDTEAM_DIR", log.c_str(), 1);
+  const Verdict v = RunJudge(R17Launch("r17_dgram_sendto", log), log + "/judge_stderr");
+  unsetenv("PKF_REDTEAM_DIR");
+  std::vector<std::string> heard, heard_not;
+  for (int i = 0; i < 2; ++i) {
+    char buf[256] = {0};
+    ssize_t n = recv(ls[i], buf, sizeof buf - 1, 0);
+    while (n > 0 && buf[n - 1] == '\n') buf[--n] = '\0';
+    if (n > 0)
+      heard.push_back(fmt::format("{}: {}", i == 0 ? path : "@" + abstract, buf));
+    else
+      heard_not.push_back(fmt::format("{}: {}", i == 0 ? path : "@" + abstract, strerror(errno)));
+    close(ls[i]);
+  }
+  std::printf("REDTEAM r17_dgram_sendto status=%s heard=%s; silent: %s\n",
+              v.parsed ? Result::Status_Name(v.result.status()).c_str() : "NO_RESULT",
+              heard.empty() ? "(nothing)" : fmt::format("{}", fmt::join(heard, " | ")).c_str(),
+              fmt::format("{}", fmt::join(heard_not, " | ")).c_str());
+  ASSERT_TRUE(v.parsed) << v.channel_error;
+  EXPECT_TRUE(heard.empty()) << "a candidate rank reached datagram services outside the "
+                                "evaluation:\n"
+                             << ReadFile(log + "/log");
+  EXPECT_EQ(v.result.status(), Result::WRONG_OUTPUT) << ReadFile(log + "/log");
+}
+
+// Round 17, honest but unusual: threads started and joined inside every
+// call (r17_control_thread_per_call: the call's work on a fresh std::thread
+// and a second empty one; a joined thread may still be in do_exit, listed
+// in /proc/<pid>/task, when the call returns), and a candidate that makes
+// itself non-dumpable in pkf_setup (r17_control_nondumpable: the judge's
+// ptrace-guarded /proc reads of it fail where the judge has no
+// CAP_SYS_PTRACE: a plain user's launch, here as uid 65534). 16:30 UTC:
+// thread_per_call OK 0.21-0.22x 3 of 3 (each call pays two thread
+// creations), nondumpable OK 0.98-1.01x 5 of 5 (2 root, 3 as uid 65534),
+// against control_naive 1.00x.
+TEST(RedTeam, r17_control_thread_per_call) {
+  for (int i = 0; i < 2; ++i) Expect("r17_control_thread_per_call", {kOk});
+}
+TEST(RedTeam, r17_control_nondumpable) {
+  Expect("r17_control_nondumpable", {kOk});
+  const std::string log = NewDir("r17_control_nondumpable_plain");
+  setenv("PKF_REDTEAM_DIR", log.c_str(), 1);
+  const Verdict v = RunJudge(
+      (geteuid() == 0 ? "setpriv --reuid=65534 --regid=65534 --clear-groups " : "") +
+          R17Launch("r17_control_nondumpable", log),
+      log + "/judge_stderr");
+  unsetenv("PKF_REDTEAM_DIR");
+  std::printf("REDTEAM r17_control_nondumpable (plain user) status=%s message=%s\n",
+              v.parsed ? Result::Status_Name(v.result.status()).c_str() : "NO_RESULT",
+              v.parsed ? v.result.message().substr(0, 160).c_str() : v.channel_error.c_str());
+  ASSERT_TRUE(v.parsed) << v.channel_error << "\n" << v.stderr_text;
+  EXPECT_EQ(v.result.status(), Result::OK) << v.result.message() << "\n" << ReadFile(log + "/log");
+}
+
+}  // namespace
+}  // namespace pkforge::kernels
