@@ -5,6 +5,7 @@
 
 #include <cerrno>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 
 #include <fmt/format.h>
@@ -29,6 +30,16 @@ CpuWakeLatencyHold CpuWakeLatencyHold::Acquire(const std::string& path) {
   h.fd_ = std::move(fd);
   h.detail_ = fmt::format("held ({} = 0 us)", path);
   return h;
+}
+
+CpuWakeLatencyHold CpuWakeLatencyHold::AcquireUnlessDisabled() {
+  const char* v = std::getenv("PKFORGE_CPU_WAKE_HOLD");
+  if (v != nullptr && std::string(v) == "0") {
+    CpuWakeLatencyHold h;
+    h.detail_ = "not held: PKFORGE_CPU_WAKE_HOLD=0";
+    return h;
+  }
+  return Acquire();
 }
 
 }  // namespace pkforge

@@ -28,6 +28,9 @@ class CpuWakeLatencyHold {
  public:
   // Opens `path` (the PM QoS device) and asks for a wake-up latency of 0 us.
   static CpuWakeLatencyHold Acquire(const std::string& path = "/dev/cpu_dma_latency");
+  // Acquire(), unless the environment says PKFORGE_CPU_WAKE_HOLD=0 (for
+  // measuring what the hold changes): then not held, and detail() says so.
+  static CpuWakeLatencyHold AcquireUnlessDisabled();
 
   bool held() const { return fd_.valid(); }
   // "held" or what failed, with the path and errno text.

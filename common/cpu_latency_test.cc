@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cstdint>
+#include <cstdlib>
 #include <string>
 
 #include <gtest/gtest.h>
@@ -57,6 +58,14 @@ TEST(CpuWakeLatencyHold, AWritableFileIsWrittenWithTheBinaryRequest) {
   }
   EXPECT_EQ(ReadQos(f), 0);
   ::unlink(f.c_str());
+}
+
+TEST(CpuWakeLatencyHold, TheEnvironmentCanTurnItOffForMeasurements) {
+  ::setenv("PKFORGE_CPU_WAKE_HOLD", "0", 1);
+  CpuWakeLatencyHold h = CpuWakeLatencyHold::AcquireUnlessDisabled();
+  ::unsetenv("PKFORGE_CPU_WAKE_HOLD");
+  EXPECT_FALSE(h.held());
+  EXPECT_NE(h.detail().find("PKFORGE_CPU_WAKE_HOLD=0"), std::string::npos) << h.detail();
 }
 
 }  // namespace

@@ -93,7 +93,7 @@ int main(int argc, char** argv) {
   // stopped between its timed batches would otherwise wake from one more
   // slowly than the reference (common/cpu_latency.h). The judges run in
   // sandboxes that cannot open the device, so the daemon holds it for them.
-  const pkforge::CpuWakeLatencyHold wake = pkforge::CpuWakeLatencyHold::Acquire();
+  const pkforge::CpuWakeLatencyHold wake = pkforge::CpuWakeLatencyHold::AcquireUnlessDisabled();
   if (wake.held()) spdlog::info("CPU wake-up latency: {}", wake.detail());
   else spdlog::warn("CPU wake-up latency: {} (timings may favour the reference)", wake.detail());
 

@@ -75,7 +75,7 @@ int Bench(const BenchOptions& b) {
   if (names.empty())
     for (const Problem* p : Problems()) names.emplace_back(p->name);
   int failures = 0;
-  const pkforge::CpuWakeLatencyHold wake = pkforge::CpuWakeLatencyHold::Acquire();
+  const pkforge::CpuWakeLatencyHold wake = pkforge::CpuWakeLatencyHold::AcquireUnlessDisabled();
   fmt::print(stderr, "cpu wake-up latency: {}\n", wake.detail());
   if (!b.json)
     fmt::print("{:<20} {:>7} {:>9} {:>9} {:>8} {:>8} {:>11} {:>10} {:>8}\n", "problem", "eval_s",
@@ -252,7 +252,7 @@ int main(int argc, char** argv) {
   // candidate's CPU idles longest: common/cpu_latency.h). Best effort: a
   // judge in the executor's sandbox cannot open the device; the executor
   // holds its own.
-  const pkforge::CpuWakeLatencyHold wake = pkforge::CpuWakeLatencyHold::Acquire();
+  const pkforge::CpuWakeLatencyHold wake = pkforge::CpuWakeLatencyHold::AcquireUnlessDisabled();
   if (std::getenv("PKFORGE_TIMING_DIAG") != nullptr)
     fmt::print(stderr, "cpu wake-up latency: {}\n", wake.detail());
   auto result = EvaluateSizes(lo, so);

@@ -13,6 +13,8 @@
 #                                and naive candidates
 #   scripts/gpu-session.sh 3     kernel_templates_gpu_test, identical-candidate fidelity
 #   scripts/gpu-session.sh diag  the diagnosis alone
+#   scripts/gpu-session.sh fid   cuda fidelity at the default size with and without the
+#                                symmetry measures (reference filter, CPU wake-up hold)
 # Each step has its own time limit; logs go to $OUT/logs.tgz (one file, rewritten after
 # every step, since a call returns few files and may be cut at its limit).
 # scripts/gpu-suite.sh is the whole suite for a GPU host of one's own.
@@ -140,6 +142,17 @@ if [[ "$PART" == b ]]; then
   t kernels 190 $H $B/kernels/kernels_gpu_test --gtest_filter=-*CudaReferenceMatchesHostOracle*
   W="$B/bin/pkforge-worker bench --backend cuda --candidates $B/kernels/candidates"
   t fidelity 240 $H $W --world-size 1 --size default --repeats 6
+fi
+if [[ "$PART" == fid ]]; then
+  # cuda identical-candidate fidelity at the default size, and what each
+  # symmetry measure adds (session 15: 0.81-0.99 before them): as shipped, the
+  # reference ranks without the candidate's seccomp filter, the CPUs free to
+  # idle deeply. stdbuf: bench lines survive a step cut at its limit.
+  W="stdbuf -oL $B/bin/pkforge-worker bench --backend cuda --candidates $B/kernels/candidates --world-size 1 --size default --repeats 5 --problems allreduce,allgather,reducescatter,alltoall,moe_all2all"
+  t fid_default 160 $H $W
+  t fid_no_ref_filter 160 PKFORGE_REF_FILTER=0 $H $W
+  t fid_no_wake_hold 160 PKFORGE_CPU_WAKE_HOLD=0 $H $W
+  grep -H "^[a-z_]* *[0-9.]* *[0-9.]\|wake-up" /tmp/gpu-logs/logs/fid_*.log
 fi
 if [[ "$PART" == 3 ]]; then
   t templates 250 $H $B/agent/kernel_templates_gpu_test

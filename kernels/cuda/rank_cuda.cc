@@ -97,6 +97,17 @@ bool LateFilter() {
   return on;
 }
 
+// PKFORGE_REF_FILTER=0: the reference ranks run without the candidate's
+// seccomp filter (measurements of what the filter costs a call; the same
+// environment reaches every rank).
+bool RefFilter() {
+  static const bool on = [] {
+    const char* v = std::getenv("PKFORGE_REF_FILTER");
+    return v == nullptr || std::string_view(v) != "0";
+  }();
+  return on;
+}
+
 bool TouchBeforeRun() {
   static const bool on = [] {
     const char* v = std::getenv("PKFORGE_TOUCH");
@@ -184,6 +195,14 @@ class CudaRank {
       }
       WriteReply(&hello);
       if (hello.rc != 0) return 2;
+    } else if (RefFilter()) {
+      // The candidate's filter, at the same point of start-up (before CUDA
+      // and NCCL exist): an identical candidate's system calls then cost
+      // what the reference's cost (containment.h LoadCandidateSeccompFilter).
+      if (auto st = LoadCandidateSeccompFilter(/*confine_writes=*/false, /*forbid_timers=*/false,
+                                               /*forbid_processes=*/false);
+          !st.ok())
+        return Fail(std::string(st.message()));
     }
 
     Cmd cmd;

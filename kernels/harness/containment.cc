@@ -329,7 +329,13 @@ absl::Status HardenCandidateProcess(bool drop_root, bool confine_writes, bool fo
   __user_cap_data_struct data[2] = {};
   if (syscall(SYS_capset, &hdr, data) != 0)
     return absl::InternalError(fmt::format("dropping capabilities: {}", strerror(errno)));
+  return LoadCandidateSeccompFilter(confine_writes, forbid_timers, forbid_processes);
+}
 
+absl::Status LoadCandidateSeccompFilter(bool confine_writes, bool forbid_timers,
+                                        bool forbid_processes) {
+  if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
+    return absl::InternalError(fmt::format("no_new_privs: {}", strerror(errno)));
   scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
   if (ctx == nullptr) return absl::InternalError("seccomp_init failed");
   const uint64_t self = static_cast<uint64_t>(getpid());

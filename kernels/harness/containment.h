@@ -86,6 +86,15 @@ absl::Status HardenCandidateProcess(bool drop_root = false, bool confine_writes 
                                     bool forbid_timers = true, bool forbid_processes = true,
                                     const std::vector<std::string>& writable = {});
 
+// HardenCandidateProcess's seccomp filter alone (no_new_privs, then the
+// filter; no uid, capability, Landlock or OOM change): a cuda reference rank
+// loads it too, at the same point of its start-up, so that every system call
+// costs both sides the same filter run (the candidate's identical code
+// otherwise pays it alone; PKFORGE_REF_FILTER=0 leaves the reference
+// unfiltered, for measuring that cost).
+absl::Status LoadCandidateSeccompFilter(bool confine_writes, bool forbid_timers,
+                                        bool forbid_processes);
+
 // cuda candidate ranks, after the harness's own CUDA and NCCL set-up
 // (kOpInit) and before the candidate's library is loaded: the rules
 // HardenCandidateProcess leaves out for them (forbid_timers with its socket

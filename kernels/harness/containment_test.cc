@@ -165,6 +165,40 @@ TEST(Harden, SignalsReachOnlyTheCandidateItself) {
   Reap(trusted);
 }
 
+// The filter alone, as a cuda reference rank loads it (so its system calls
+// cost what the candidate's cost): the same refusals, and nothing else of
+// the hardening: capabilities and the OOM score stay as they were.
+TEST(Harden, TheFilterAloneRefusesTheSameAndDropsNothingElse) {
+  const pid_t trusted = Sleeper(false);
+  auto cap_eff = [] {
+    std::ifstream f("/proc/self/status");
+    std::string line;
+    while (std::getline(f, line))
+      if (line.rfind("CapEff:", 0) == 0) return std::strtoull(line.c_str() + 7, nullptr, 16);
+    return ~0ull;
+  };
+  auto oom = [] {
+    std::ifstream f("/proc/self/oom_score_adj");
+    int v = -9999;
+    f >> v;
+    return v;
+  };
+  const int rc = InChild([&] {
+    const unsigned long long caps = cap_eff();
+    const int score = oom();
+    if (!LoadCandidateSeccompFilter(false, false, false).ok()) return 10;
+    if (kill(trusted, SIGSTOP) == 0 || errno != EPERM) return 11;
+    if (ptrace(PTRACE_ATTACH, trusted, nullptr, nullptr) == 0) return 12;
+    if (unshare(CLONE_NEWNS) == 0) return 13;
+    if (cap_eff() != caps) return 14;
+    if (oom() != score) return 15;
+    return 0;
+  });
+  EXPECT_EQ(rc, 0);
+  EXPECT_EQ(kill(trusted, 0), 0);
+  Reap(trusted);
+}
+
 TEST(Harden, NoPtraceNoNamespacesNoCapabilities) {
   const pid_t trusted = Sleeper(false);
   const int rc = InChild([trusted] {
