@@ -442,6 +442,61 @@ TEST(Harden, WritesGoOnlyBeneathTheWritableFolders) {
   std::filesystem::remove_all(other);
 }
 
+// Reading the user's terminals (red team round 17 r17_pts_read): a pty the
+// launching user holds is not readable by a host candidate, nor /dev/tty;
+// ordinary files, /proc, /sys and the random devices are.
+TEST(Harden, TheUsersTerminalsCannotBeRead) {
+  const long abi = syscall(SYS_landlock_create_ruleset, nullptr, 0, 1U /*VERSION*/);
+  if (abi < 1) GTEST_SKIP() << "no Landlock in this kernel";
+  const int master = posix_openpt(O_RDWR | O_NOCTTY);
+  if (master < 0 || grantpt(master) != 0 || unlockpt(master) != 0) GTEST_SKIP() << "no ptys here";
+  const std::string pts = ptsname(master);
+  const int rc = InChild([&] {
+    if (!HardenCandidateProcess().ok()) return 10;
+    const int fd = open(pts.c_str(), O_RDONLY | O_NOCTTY);
+    if (fd >= 0 || errno != EACCES) return 11;
+    if (open("/dev/tty", O_RDONLY | O_NOCTTY) >= 0) return 12;
+    for (const char* ok : {"/etc/passwd", "/proc/self/status", "/dev/urandom", "/dev/null"})
+      if (open(ok, O_RDONLY | O_CLOEXEC) < 0) {
+        fprintf(stderr, "candidate could not read %s: %s\n", ok, strerror(errno));
+        return 13;
+      }
+    if (access("/sys/devices/system/cpu", R_OK) == 0 &&
+        open("/sys/devices/system/cpu/online", O_RDONLY | O_CLOEXEC) < 0)
+      return 14;
+    return 0;
+  });
+  close(master);
+  EXPECT_EQ(rc, 0);
+}
+
+// Objects that outlive the process without a path, and the kernel's
+// keyrings (red team round 17 r17_ipc_leftover, r17_keyring_read); and a
+// datagram pair, which could be aimed at any named socket (r17_dgram_sendto).
+TEST(Harden, NoSysVIpcNoMessageQueuesNoKeysNoDatagramPairs) {
+  const int rc = InChild([] {
+    if (!HardenCandidateProcess().ok()) return 10;
+    if (syscall(SYS_shmget, 0 /*IPC_PRIVATE*/, 4096, 01600) >= 0 || errno != EPERM) return 11;
+    if (syscall(SYS_msgget, 0, 01600) >= 0 || errno != EPERM) return 12;
+    if (syscall(SYS_semget, 0, 1, 01600) >= 0 || errno != EPERM) return 13;
+    if (syscall(SYS_mq_open, "pkforge_test_mq", O_CREAT | O_RDWR, 0600, nullptr) >= 0 ||
+        errno != EPERM)
+      return 14;
+    if (syscall(SYS_keyctl, 0 /*KEYCTL_GET_KEYRING_ID*/, -3 /*session*/, 0) >= 0 ||
+        errno != EPERM)
+      return 15;
+    if (syscall(SYS_add_key, "user", "pkforge_test", "x", 1, -3) >= 0 || errno != EPERM)
+      return 16;
+    int sv[2];
+    if (socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, sv) == 0 || errno != EPERM) return 17;
+    // Stream pairs stay (they reach no one).
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) return 18;
+    if (socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sv) != 0) return 19;
+    return 0;
+  });
+  EXPECT_EQ(rc, 0);
+}
+
 // Typing into a terminal: even one that is the candidate's controlling
 // terminal (candidate ranks give theirs up with TIOCNOTTY, so they have none;
 // red team round 16 r16_tty_inject typed a command the caller's shell ran).
