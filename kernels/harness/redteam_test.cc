@@ -2133,14 +2133,13 @@ std::string R17Launch(const std::string& name, const std::string& log) {
 // 16:20 UTC: OK (worked) 3 of 3, the secret read, planted and rewritten, the
 // @u key still on the host afterwards. Expected once fixed: WRONG_OUTPUT,
 // the secret intact, no key planted, none left behind.
+// Fixed (886da92, fda1214: keyctl, add_key, request_key EPERM): WRONG_OUTPUT,
+// the secret intact, nothing planted or left behind (16:27 UTC).
 long R17KeyCtl(int op, unsigned long a, unsigned long b = 0, unsigned long c = 0,
                unsigned long d = 0) {
   return syscall(SYS_keyctl, op, a, b, c, d);
 }
-TEST(RedTeamPending, r17_keyring_read) {
-  if (getenv("PKFORGE_REDTEAM_PENDING") == nullptr)
-    GTEST_SKIP() << "round 17 (OK: worked 3 of 3, the caller's session key read and rewritten by "
-                    "uid 65534); PKFORGE_REDTEAM_PENDING=1 runs it";
+TEST(RedTeam, r17_keyring_read) {
   const std::string log = NewDir("r17_keyring_read");
   const std::string cmd = R17Launch("r17_keyring_read", log);
   const pid_t child = fork();
@@ -2216,10 +2215,9 @@ TEST(RedTeamPending, r17_keyring_read) {
 // set under key 0x706b6617. 16:22 UTC: OK (worked) 3 of 3, all three still
 // on the host after the launch (ipcs: owner nobody). Expected once fixed:
 // WRONG_OUTPUT and nothing left.
-TEST(RedTeamPending, r17_ipc_leftover) {
-  if (getenv("PKFORGE_REDTEAM_PENDING") == nullptr)
-    GTEST_SKIP() << "round 17 (OK: worked 3 of 3, 64 MiB SysV segment, queue and semaphores left "
-                    "on the host); PKFORGE_REDTEAM_PENDING=1 runs it";
+// Fixed (886da92: SysV IPC and mq_* EPERM on host ranks): WRONG_OUTPUT,
+// nothing left (16:27 UTC).
+TEST(RedTeam, r17_ipc_leftover) {
   const key_t key = 0x706b6617;
   Expect("r17_ipc_leftover", {kWrong});
   const int shm = shmget(key, 0, 0);
@@ -2246,10 +2244,10 @@ TEST(RedTeamPending, r17_ipc_leftover) {
 // 16:24 UTC: OK (worked) 3 of 3, the line read by uid 65534 and gone for
 // the terminal's own reader. Expected once fixed: WRONG_OUTPUT, the line
 // still there.
-TEST(RedTeamPending, r17_pts_read) {
-  if (getenv("PKFORGE_REDTEAM_PENDING") == nullptr)
-    GTEST_SKIP() << "round 17 (OK: worked 3 of 3, a typed line stolen from the user's terminal); "
-                    "PKFORGE_REDTEAM_PENDING=1 runs it";
+// Fixed (886da92: Landlock handles READ_FILE, /dev readable only for the
+// null-like and random devices and /dev/shm): WRONG_OUTPUT, the line still
+// there (16:27 UTC).
+TEST(RedTeam, r17_pts_read) {
   const std::string log = NewDir("r17_pts_read");
   const int m = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
   ASSERT_GE(m, 0);
@@ -2289,27 +2287,26 @@ TEST(RedTeamPending, r17_pts_read) {
 // r17_dgram_sendto (rank 0) sends a line to each from a socketpair socket.
 // 16:26 UTC: OK (worked) 3 of 3, both heard "from uid 65534" (socket()
 // itself EPERM). Expected once fixed: WRONG_OUTPUT and nothing heard.
-TEST(RedTeamPending, r17_dgram_sendto) {
-  if (getenv("PKFORGE_REDTEAM_PENDING") == nullptr)
-    GTEST_SKIP() << "round 17 (OK: worked 3 of 3, both datagram services heard the candidate); "
-                    "PKFORGE_REDTEAM_PENDING=1 runs it";
-  const std::string log = NewDir("r17_dgram_sendto");
-  const std::string svc = NewDir("r17_dgram_sendto_svc");
+// Fixed (886da92: socketpair of type SOCK_DGRAM EPERM, Landlock abstract
+// scope): WRONG_OUTPUT, nothing heard (16:27 UTC); but see r17_dgram_raw.
+void R17ExpectNoDatagram(const std::string& name) {
+  const std::string log = NewDir(name);
+  const std::string svc = NewDir(name + "_svc");
   const std::string path = svc + "/sock";
   const std::string abstract = fmt::format("pkf-r17-svc-{}", getpid());
-  auto bind_dgram = [](const std::string& name, bool abs) {
+  auto bind_dgram = [](const std::string& where, bool abs) {
     const int s = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
     sockaddr_un a{};
     a.sun_family = AF_UNIX;
     socklen_t len = sizeof a;
     if (abs) {
-      std::snprintf(a.sun_path + 1, sizeof a.sun_path - 1, "%s", name.c_str());
-      len = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + name.size());
+      std::snprintf(a.sun_path + 1, sizeof a.sun_path - 1, "%s", where.c_str());
+      len = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + where.size());
     } else {
-      std::snprintf(a.sun_path, sizeof a.sun_path, "%s", name.c_str());
+      std::snprintf(a.sun_path, sizeof a.sun_path, "%s", where.c_str());
     }
     if (s < 0 || bind(s, reinterpret_cast<sockaddr*>(&a), len) != 0) return -1;
-    if (!abs) chmod(name.c_str(), 0777);
+    if (!abs) chmod(where.c_str(), 0777);
     return s;
   };
   const int ls[2] = {bind_dgram(path, false), bind_dgram(abstract, true)};
@@ -2317,7 +2314,7 @@ TEST(RedTeamPending, r17_dgram_sendto) {
   ASSERT_GE(ls[1], 0);
   { std::ofstream(log + "/svc.path") << path << "\n" << abstract << "\n"; }
   setenv("PKF_REDTEAM_DIR", log.c_str(), 1);
-  const Verdict v = RunJudge(R17Launch("r17_dgram_sendto", log), log + "/judge_stderr");
+  const Verdict v = RunJudge(R17Launch(name, log), log + "/judge_stderr");
   unsetenv("PKF_REDTEAM_DIR");
   std::vector<std::string> heard, heard_not;
   for (int i = 0; i < 2; ++i) {
@@ -2330,7 +2327,7 @@ TEST(RedTeamPending, r17_dgram_sendto) {
       heard_not.push_back(fmt::format("{}: {}", i == 0 ? path : "@" + abstract, strerror(errno)));
     close(ls[i]);
   }
-  std::printf("REDTEAM r17_dgram_sendto status=%s heard=%s; silent: %s\n",
+  std::printf("REDTEAM %s status=%s heard=%s; silent: %s\n", name.c_str(),
               v.parsed ? Result::Status_Name(v.result.status()).c_str() : "NO_RESULT",
               heard.empty() ? "(nothing)" : fmt::format("{}", fmt::join(heard, " | ")).c_str(),
               fmt::format("{}", fmt::join(heard_not, " | ")).c_str());
@@ -2340,6 +2337,7 @@ TEST(RedTeamPending, r17_dgram_sendto) {
                              << ReadFile(log + "/log");
   EXPECT_EQ(v.result.status(), Result::WRONG_OUTPUT) << ReadFile(log + "/log");
 }
+TEST(RedTeam, r17_dgram_sendto) { R17ExpectNoDatagram("r17_dgram_sendto"); }
 
 // Round 17, honest but unusual: threads started and joined inside every
 // call (r17_control_thread_per_call: the call's work on a fresh std::thread
@@ -2369,6 +2367,121 @@ TEST(RedTeam, r17_control_nondumpable) {
   ASSERT_TRUE(v.parsed) << v.channel_error << "\n" << v.stderr_text;
   EXPECT_EQ(v.result.status(), Result::OK) << v.result.message() << "\n" << ReadFile(log + "/log");
 }
+
+}  // namespace
+}  // namespace pkforge::kernels
+
+namespace pkforge::kernels {
+namespace {
+
+// Round 17: what a candidate leaves in System V IPC (r17_ipc_leftover)
+// fails the NEXT evaluation. Two launches share a 300 MiB memory cgroup (a
+// CI job's, a service's, an executor lane's for bare launches): the first
+// runs round 3's sysv_shm_oom_blame (a segment filled to 9 MiB short of the
+// limit, never removed), the second the honest control_naive. The segment
+// stays charged to the cgroup after the first launch ends, and the honest
+// judge of the next launch finds the cgroup full before any rank exists
+// (its own start-up allocations, e.g. the memcpy ceiling's buffers).
+// 16:40 UTC: control_naive NO RESULT (the judge killed, exit 137) 3 of 3
+// after it. Expected once fixed (no SysV IPC for candidate ranks, or an IPC
+// namespace per launch): control_naive OK.
+// Fixed with r17_ipc_leftover (886da92): the segment cannot be made
+// (sysv_shm_oom_blame OK), the next launch OK (16:27 UTC).
+TEST(RedTeam, r17_sysv_next_launch) {
+  const std::string cg = MemoryCgroup("pkf_redteam_r17_next", int64_t{300} << 20);
+  if (cg.empty()) GTEST_SKIP() << "cannot create a memory cgroup here";
+  Expect("sysv_shm_oom_blame", {kRuntime, Accept{Result::SETUP_ERROR, {}}, kTimeout, kOk}, "", 10,
+         cg + "/cgroup.procs", 3.0);
+  Result next;
+  Expect("control_naive", {kOk}, "", 10, cg + "/cgroup.procs", 0, false, &next);
+  std::printf("REDTEAM r17_sysv_next_launch: the next honest launch %s (%s)\n",
+              Result::Status_Name(next.status()).c_str(), next.message().substr(0, 160).c_str());
+  const std::string tmp = ::testing::TempDir();
+  if (DIR* d = opendir(tmp.c_str())) {
+    while (dirent* e = readdir(d)) {
+      const std::string n = e->d_name;
+      if (n.rfind("redteam_sysv_shm_oom_blame_", 0) != 0) continue;
+      std::istringstream ids(ReadFile(tmp + "/" + n + "/shmid"));
+      for (int id; ids >> id;) shmctl(id, IPC_RMID, nullptr);
+    }
+    closedir(d);
+  }
+  RemoveCgroup(cg);
+}
+
+}  // namespace
+}  // namespace pkforge::kernels
+
+namespace pkforge::kernels {
+namespace {
+
+// Round 17: perf_event_open is not refused on host ranks. r17_perf_event
+// (rank 0) opens a task-clock counter on each reference rank (ptrace read
+// access needed: the reference ranks are non-dumpable: EACCES) and a
+// CPU-wide cpu-clock sampling event on its own CPU (an hrtimer that fires
+// whoever runs there, also while the candidate is frozen and the reference
+// is timed: row 25's storm; refused here by kernel.perf_event_paranoid = 2,
+// allowed where it is <= 0). 16:50 UTC: WRONG_OUTPUT 2 of 2 (both EACCES; a
+// counter on itself opens). Held on this host; environment-dependent.
+RT(r17_perf_event, {kWrong})
+
+// Round 17, honest but unusual: idle helper pools. r17_control_polling_pool
+// (4 helpers per rank in a 200 us wait_for loop, naive calls) and
+// r17_control_spin_pool (3 yield-spinning workers, one runs each call, the
+// main thread yield-spins for it). Both slower than the reference, where a
+// conviction is only a flag. 16:55 UTC: polling OK 0.64-0.65x 5 of 5, spin
+// OK 0.57-0.59x 6 of 6.
+TEST(RedTeam, r17_control_polling_pool) { Expect("r17_control_polling_pool", {kOk}); }
+TEST(RedTeam, r17_control_spin_pool) { Expect("r17_control_spin_pool", {kOk}); }
+
+// Round 17: an honest FAST candidate convicted. r17_control_epoch_polling =
+// control_flag_epoch's barrier-free calls + r17_control_polling_pool's 4
+// idle helpers per rank (200 us wait_for loop, never given work; candidate.h
+// allows helper threads idle between calls). The helpers' timed waits
+// expire while the rank is stopped, so at every thaw they all run before the
+// main thread, and every 200 us after; the probes early in a batch read
+// "behind, its main threads had hardly run (no excuse: faster than the
+// reference)" or "own threads held the CPUs", both conclusive for a
+// candidate over kIdleExcuseLimit (1.25x) faster than the reference.
+// 16:15-16:30 UTC: CHEAT_DETECTED batch_progress 10 of 94 launches (6 of 25
+// under a load average of ~11 from other sessions; 1 of 16 in this test at
+// 886da92, which changed no probe rule), OK 2.1-3.2x otherwise;
+// control_flag_epoch interleaved: OK 27 of 27. Expected once fixed: OK.
+TEST(RedTeamPending, r17_control_epoch_polling) {
+  if (getenv("PKFORGE_REDTEAM_PENDING") == nullptr)
+    GTEST_SKIP() << "round 17 (honest, CHEAT_DETECTED batch_progress 10 of 94); "
+                    "PKFORGE_REDTEAM_PENDING=1 runs it";
+  for (int i = 0; i < 8; ++i) Expect("r17_control_epoch_polling", {kOk});
+}
+
+}  // namespace
+}  // namespace pkforge::kernels
+
+namespace pkforge::kernels {
+namespace {
+
+void R17ExpectNoDatagram(const std::string& name);
+
+// Round 17 part 2 (against 886da92/fda1214): the datagram-pair fix
+// bypassed. The filter refuses socketpair types equal to SOCK_DGRAM under
+// the mask 0xf, but af_unix.c unix_create() turns SOCK_RAW into SOCK_DGRAM
+// (with the datagram ops, no capability needed): r17_dgram_raw sends from a
+// socketpair(AF_UNIX, SOCK_RAW) socket. 16:30 UTC: OK (worked) 3 of 3, the
+// named datagram service heard "from uid 65534"; the abstract one heard
+// nothing (Landlock's abstract-unix-socket scope: EPERM); a SOCK_RAW pair
+// socket still binds an abstract name. Expected once fixed: WRONG_OUTPUT and
+// nothing heard.
+TEST(RedTeamPending, r17_dgram_raw) {
+  if (getenv("PKFORGE_REDTEAM_PENDING") == nullptr)
+    GTEST_SKIP() << "round 17 (OK: worked 3 of 3, a SOCK_RAW unix pair reaches named datagram "
+                    "services); PKFORGE_REDTEAM_PENDING=1 runs it";
+  R17ExpectNoDatagram("r17_dgram_raw");
+}
+
+// Round 17 part 2, honest: scratch idioms after Landlock handles READ_FILE
+// (886da92): a memfd reopened read-only through /proc/self/fd/N,
+// /dev/urandom, /proc/self/status. 16:30 UTC: OK 1.00x, every open worked.
+TEST(RedTeam, r17_control_memfd_reopen) { Expect("r17_control_memfd_reopen", {kOk}); }
 
 }  // namespace
 }  // namespace pkforge::kernels
