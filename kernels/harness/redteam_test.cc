@@ -2485,3 +2485,34 @@ TEST(RedTeam, r17_control_memfd_reopen) { Expect("r17_control_memfd_reopen", {kO
 
 }  // namespace
 }  // namespace pkforge::kernels
+
+namespace pkforge::kernels {
+namespace {
+
+// Round 17 part 2: the fix of r17_dgram_sendto against the ABI's text.
+// candidate.h still says "socket() (socketpair stays)", and since 886da92 a
+// datagram pair is EPERM on host ranks: r17_control_dgram_pair (an idle
+// helper thread woken through socketpair(AF_UNIX, SOCK_DGRAM), honest by the
+// text) fails pkf_setup. 16:32 UTC: SETUP_ERROR 2 of 2 ("socketpair(AF_UNIX,
+// SOCK_DGRAM): Operation not permitted" on every rank). Expected once
+// settled: OK, or SETUP_ERROR with candidate.h naming the refused pair
+// types (the test reads the header).
+TEST(RedTeamPending, r17_control_dgram_pair) {
+  if (getenv("PKFORGE_REDTEAM_PENDING") == nullptr)
+    GTEST_SKIP() << "round 17 (SETUP_ERROR 2 of 2 where candidate.h allows socketpair); "
+                    "PKFORGE_REDTEAM_PENDING=1 runs it";
+  std::string header = __FILE__;
+  header = header.substr(0, header.rfind("/harness/")) + "/include/pkforge/candidate.h";
+  const std::string abi = ReadFile(header);
+  const bool documented = abi.find("SOCK_DGRAM") != std::string::npos ||
+                          abi.find("datagram") != std::string::npos;
+  std::printf("REDTEAM r17_control_dgram_pair: %s %s datagram pairs\n", header.c_str(),
+              documented ? "names" : "does not name");
+  if (documented)
+    Expect("r17_control_dgram_pair", {kOk, Accept{Result::SETUP_ERROR, {}}});
+  else
+    Expect("r17_control_dgram_pair", {kOk});
+}
+
+}  // namespace
+}  // namespace pkforge::kernels
