@@ -491,11 +491,21 @@ absl::Status LoadCandidateSeccompFilter(bool confine_writes, bool forbid_timers,
       rc |= AddRule(ctx, eperm, seccomp_syscall_resolve_name(name), 0, nullptr);
     // A datagram socket of a pair can still be aimed at any named socket
     // (sendto with an address, connect again): round 17 r17_dgram_sendto
-    // reached the user's datagram services. Stream and seqpacket pairs stay.
-    {
-      scmp_arg_cmp dgram{1, SCMP_CMP_MASKED_EQ, 0xf, SOCK_DGRAM};
-      rc |= AddRule(ctx, eperm, SCMP_SYS(socketpair), 1, &dgram);
+    // reached the user's datagram services, and SOCK_RAW is a datagram pair
+    // too (af_unix turns it into SOCK_DGRAM: r17_dgram_raw). Only stream and
+    // seqpacket pairs stay, and no socket is bound, connected or listening:
+    // a pair reaches no one.
+    for (uint64_t type = 0; type <= 0xf; ++type) {
+      if (type == SOCK_STREAM || type == SOCK_SEQPACKET) continue;
+      scmp_arg_cmp other{1, SCMP_CMP_MASKED_EQ, 0xf, type};
+      rc |= AddRule(ctx, eperm, SCMP_SYS(socketpair), 1, &other);
     }
+    // Performance counters: on hosts with kernel.perf_event_paranoid <= 0 a
+    // CPU-wide sampling event is a timer that fires on the reference's CPU
+    // while the candidate is stopped (row 25's storm; red team round 17
+    // r17_perf_event, refused here by paranoid = 2 only).
+    for (const char* name : {"bind", "connect", "listen", "accept", "accept4", "perf_event_open"})
+      rc |= AddRule(ctx, eperm, seccomp_syscall_resolve_name(name), 0, nullptr);
 #if defined(__x86_64__)
     // Newer than this libseccomp may know (x86_64 numbers): fchmodat2
     // (Linux 6.6), setxattrat and removexattrat (6.13).

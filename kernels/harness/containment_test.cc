@@ -15,6 +15,7 @@
 #include <sys/syscall.h>
 #include <sys/time.h>
 #include <sys/timerfd.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <sys/xattr.h>
 #include <time.h>
@@ -22,6 +23,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstddef>
 #include <cstdlib>
 #include <cerrno>
 #include <chrono>
@@ -492,9 +494,21 @@ TEST(Harden, NoSysVIpcNoMessageQueuesNoKeysNoDatagramPairs) {
       return 16;
     int sv[2];
     if (socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, sv) == 0 || errno != EPERM) return 17;
+    // SOCK_RAW is a datagram pair in af_unix (round 17 r17_dgram_raw).
+    if (socketpair(AF_UNIX, SOCK_RAW, 0, sv) == 0 || errno != EPERM) return 20;
+    if (socketpair(AF_UNIX, SOCK_RDM | SOCK_NONBLOCK, 0, sv) == 0 || errno != EPERM) return 21;
+    // Nor a performance counter, even on itself.
+    if (syscall(SYS_perf_event_open, nullptr, 0, -1, -1, 0) >= 0 || errno != EPERM) return 22;
     // Stream pairs stay (they reach no one).
     if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) return 18;
     if (socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sv) != 0) return 19;
+    // A pair's socket takes no name and connects nowhere.
+    sockaddr_un a{};
+    a.sun_family = AF_UNIX;
+    std::snprintf(a.sun_path + 1, sizeof a.sun_path - 1, "pkf-harden-%d", getpid());
+    const socklen_t len = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 12);
+    if (bind(sv[0], reinterpret_cast<sockaddr*>(&a), len) == 0 || errno != EPERM) return 23;
+    if (connect(sv[0], reinterpret_cast<sockaddr*>(&a), len) == 0 || errno != EPERM) return 24;
     return 0;
   });
   EXPECT_EQ(rc, 0);

@@ -2471,10 +2471,9 @@ void R17ExpectNoDatagram(const std::string& name);
 // nothing (Landlock's abstract-unix-socket scope: EPERM); a SOCK_RAW pair
 // socket still binds an abstract name. Expected once fixed: WRONG_OUTPUT and
 // nothing heard.
-TEST(RedTeamPending, r17_dgram_raw) {
-  if (getenv("PKFORGE_REDTEAM_PENDING") == nullptr)
-    GTEST_SKIP() << "round 17 (OK: worked 3 of 3, a SOCK_RAW unix pair reaches named datagram "
-                    "services); PKFORGE_REDTEAM_PENDING=1 runs it";
+// Fixed (host filter: only stream and seqpacket pairs; no bind, connect,
+// listen, accept): regular.
+TEST(RedTeam, r17_dgram_raw) {
   R17ExpectNoDatagram("r17_dgram_raw");
 }
 
@@ -2497,10 +2496,8 @@ namespace {
 // SOCK_DGRAM): Operation not permitted" on every rank). Expected once
 // settled: OK, or SETUP_ERROR with candidate.h naming the refused pair
 // types (the test reads the header).
-TEST(RedTeamPending, r17_control_dgram_pair) {
-  if (getenv("PKFORGE_REDTEAM_PENDING") == nullptr)
-    GTEST_SKIP() << "round 17 (SETUP_ERROR 2 of 2 where candidate.h allows socketpair); "
-                    "PKFORGE_REDTEAM_PENDING=1 runs it";
+// Settled: candidate.h names the refused pair types: regular.
+TEST(RedTeam, r17_control_dgram_pair) {
   std::string header = __FILE__;
   header = header.substr(0, header.rfind("/harness/")) + "/include/pkforge/candidate.h";
   const std::string abi = ReadFile(header);

@@ -62,18 +62,26 @@ typedef struct pkf_context {
    is detected (checks batch_progress: the candidate is stopped in the middle
    of secret batches and the calls done so far are counted; batch_drip: in
    secret batches a call's inputs appear only once the previous call's
-   outputs were verified; and batch_consistency). Helper threads are allowed (idle between calls);
+   outputs were verified; and batch_consistency). Helper threads are allowed (idle between calls:
+   blocked without a timeout, e.g. a condition variable's wait(), not wait_for(): a timed wait
+   expires while the judge holds the candidate stopped, so every waiting helper runs at the
+   moment the next call starts, ahead of it);
    child processes are not: a process the candidate started that is still
    alive when a call returns is CHEAT_DETECTED (outlived_call), and on the
    host backend starting any process at all (fork, vfork, posix_spawn,
    system, popen; in pkf_setup, pkf_run or pkf_teardown) kills the rank:
    CHEAT_DETECTED (outlived_call). Kernel timers
    that outlive a stop (timerfd_create, timer_create, setitimer, alarm,
-   io_uring_setup, io_setup), socket() (socketpair stays), and changes of
-   file modes, owners, times or extended attributes fail with EPERM on the
-   host backend, where files can be written only beneath the folders the
-   judge names (none in a bare launch; the executor's private /tmp and
-   /dev/shm): scratch files belong in memfd_create. */
+   io_uring_setup, io_setup), socket() and datagram socket pairs (only
+   socketpair(AF_UNIX, SOCK_STREAM or SOCK_SEQPACKET) stays; no bind,
+   connect, listen or accept), System V IPC (shmget, semget, msgget, ...),
+   POSIX message queues, perf_event_open, changes of file modes, owners,
+   times or extended attributes fail with EPERM on the host backend, and
+   the kernel's keyrings (add_key, request_key, keyctl) on both. On the host
+   backend files can be written only beneath the folders the judge names
+   (none in a bare launch; the executor's private /tmp and /dev/shm), and
+   read anywhere but /dev, where only null, zero, full, random, urandom and
+   shm are open: scratch files belong in memfd_create. */
 int pkf_run(pkf_context* ctx, const pkf_tensor* in, int32_t n_in, pkf_tensor* out, int32_t n_out,
             void* stream);
 
