@@ -408,6 +408,15 @@ bool Judge::ProgressProbe(const Cmd& batch, v1::Phase ph, bool ref_ran, int64_t 
     const double share = window.WaitShare(frozen_after_ns), used = window.Used(frozen_after_ns);
     s.starved = share > least_wait_share_ + kStarvedShare && used < 0.5;
     s.own_load = share > least_wait_share_ + kStarvedShare && !s.starved;
+    if (TimingDiag()) {
+      const double cap = std::max(1.0, static_cast<double>(frozen_after_ns)) * window.cpus();
+      fprintf(stderr,
+              "probe-diag elapsed %.2f done %.2f main_cpu %.2f all_cpu %.2f main_wait %.2f "
+              "least_wait %.2f%s%s%s\n",
+              s.elapsed, s.done, window.MainCpuNs() / cap, used, share, least_wait_share_,
+              s.main_idle ? " main_idle" : "", s.starved ? " starved" : "",
+              s.own_load ? " own_load" : "");
+    }
     last_probe_share_ = share;
     samples_.progress.push_back(s);
     return true;
