@@ -348,7 +348,8 @@ void Pipeline::Profile(const v1::EvaluateRequest& r, const std::string& scratch,
       "sm__throughput.avg.pct_of_peak_sustained_elapsed"};
   if (r.world_size() > 1) metrics.push_back("nvltx__bytes.sum");
   // Only the candidate's kernels: the candidate rank brackets its calls in
-  // the NVTX range "pkforge_candidate" (reference ranks never do).
+  // the NVTX range "pkforge_candidate" (reference ranks open
+  // "pkforge_reference", which the filter leaves out).
   std::vector<std::string> argv = {c.ncu_path, "--target-processes", "all", "--nvtx",
                                    "--nvtx-include", "pkforge_candidate/", "--csv", "--page",
                                    "raw", "--metrics", absl::StrJoin(metrics, ","),

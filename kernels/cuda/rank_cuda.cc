@@ -259,6 +259,9 @@ class CudaRank {
     return 2;
   }
 
+  // The NVTX range around each call: the profiler keeps the candidate's.
+  const char* RangeName() const { return ref_ ? "pkforge_reference" : "pkforge_candidate"; }
+
   char* Base() const { return data_; }
   // The candidate's buffers: mapped by IPC in the reference rank.
   char* CandBase() const { return ref_ ? cand_data_ : data_; }
@@ -532,14 +535,15 @@ class CudaRank {
     g_control->in_run[o_.rank].store(1);
     const int64_t t0 = MonotonicNs();
     // The candidate's calls form the NVTX range the executor's profiler
-    // filters on (ncu --nvtx-include pkforge_candidate/); reference ranks never
-    // open it. Without a tool attached this is a no-op.
-    if (!ref_) nvtxRangePushA("pkforge_candidate");
+    // filters on (ncu --nvtx-include pkforge_candidate/); reference ranks
+    // open one of their own name at the same place, so that both sides' calls
+    // cost the same (without a tool attached, two calls into NVTX each).
+    nvtxRangePushA(RangeName());
     cudaEventRecord(start_, stream_);
     rep->rc = run_(&ctx_, in.data(), static_cast<int32_t>(in.size()), out.data(),
                    static_cast<int32_t>(out.size()), stream_);
     cudaError_t e = cudaEventRecord(stop_, stream_);
-    if (!ref_) nvtxRangePop();
+    nvtxRangePop();
     if (e == cudaSuccess) e = cudaEventSynchronize(stop_);
     g_control->in_run[o_.rank].store(0);
     float ms = 0;
@@ -573,10 +577,10 @@ class CudaRank {
         cudaEventRecord(start_, stream_);
       }
       g_control->in_run[o_.rank].store(1);
-      if (!ref_) nvtxRangePushA("pkforge_candidate");
+      nvtxRangePushA(RangeName());
       rep->rc = run_(&ctx_, ins[k].data(), static_cast<int32_t>(ins[k].size()), outs[k].data(),
                      static_cast<int32_t>(outs[k].size()), stream_);
-      if (!ref_) nvtxRangePop();
+      nvtxRangePop();
       if (rep->rc != 0) {
         g_control->in_run[o_.rank].store(0);
         snprintf(rep->message, sizeof rep->message, "pkf_run returned %d (call %u of the batch)",
