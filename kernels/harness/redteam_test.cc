@@ -2513,3 +2513,113 @@ TEST(RedTeam, r17_control_dgram_pair) {
 
 }  // namespace
 }  // namespace pkforge::kernels
+
+// ---------------------------------------------------------------------------
+// Round 18 (helper-redteam18, session 15, against 04b821c): bypasses of the
+// round-17 containment fixes, and the path real clients take (a real
+// pkforge-executor compiling candidate source).
+#include <linux/sockios.h>
+#include <signal.h>
+#include <sys/syscall.h>
+
+#include "kernels/harness/containment.h"
+
+namespace pkforge::kernels {
+namespace {
+
+// Round 18: row 2's fcntl/ioctl refusals compare the command as 64 bits
+// (containment.cc LoadCandidateSeccompFilter: SCMP_CMP_EQ on argument 1),
+// but fcntl's and ioctl's command is `unsigned int` in the kernel: with the
+// upper 32 bits set the filter lets it through and the kernel runs
+// F_SETOWN / F_SETSIG / FIOSETOWN / TIOCSTI all the same.
+// r18_fcntl_owner_hi (host ranks, bare launch as root): plain F_SETOWN on a
+// reference rank EPERM, (1<<32)|F_SETOWN "ok" and F_GETOWN names the
+// reference, (1<<32)|F_SETSIG SIGSTOP "ok", 3 of 3; the SIGIO itself is not
+// delivered (reference state S: the ranks' uid 65534 against the
+// references' root, and Landlock ABI 7's signal scope), WRONG_OUTPUT 3 of 3.
+TEST(RedTeam, r18_fcntl_owner_hi) {
+  for (int i = 0; i < 2; ++i) Expect("r18_fcntl_owner_hi", {kWrong});
+}
+
+// The same bypass where nothing else stands behind the filter: a cuda
+// candidate rank (HardenCandidateProcess(drop_root=false,
+// confine_writes=false, ...): no Landlock, no uid drop; in the executor's
+// sandbox every process has one uid, in a bare root launch all are root) or
+// a host rank on a kernel with Landlock ABI < 6 (Ubuntu 24.04's 6.8: ABI 4)
+// inside the executor's sandbox. A process of the test's uid loads exactly
+// the cuda candidate rank's hardening, then aims a SIGIO turned into
+// SIGSTOP at a sibling process of the same uid (standing for a reference
+// rank or the judge). 17:20 UTC: kill() EPERM, the (1<<32)|F_SETOWN route
+// stopped the sibling, 3 of 3. Expected once fixed (argument 1 compared
+// under the mask 0xffffffff, as sandbox/seccomp_filter.cc does): the
+// sibling keeps running.
+int R18SiblingStoppedThroughSigio(bool hi_bits, std::string* log) {
+  const pid_t victim = fork();
+  if (victim == 0) {
+    for (;;) pause();
+  }
+  int report[2];
+  if (victim < 0 || pipe(report) != 0) return -1;
+  const pid_t attacker = fork();
+  if (attacker == 0) {
+    close(report[0]);
+    auto say = [&](const std::string& s) {
+      const ssize_t w = write(report[1], s.data(), s.size());
+      (void)w;
+    };
+    if (auto st = HardenCandidateProcess(/*drop_root=*/false, /*confine_writes=*/false,
+                                         /*forbid_timers=*/false, /*forbid_processes=*/false);
+        !st.ok()) {
+      say("harden: " + std::string(st.message()) + "\n");
+      _exit(3);
+    }
+    say(fmt::format("kill(victim, SIGSTOP): {}\n", kill(victim, SIGSTOP) == 0 ? "ok" : strerror(errno)));
+    const unsigned long long hi = hi_bits ? 1ULL << 32 : 0;
+    int p[2];
+    if (pipe(p) != 0) _exit(4);
+    const long own = syscall(SYS_fcntl, p[0], hi | F_SETOWN, victim);
+    say(fmt::format("fcntl({}F_SETOWN): {}\n", hi ? "(1<<32)|" : "", own == 0 ? "ok" : strerror(errno)));
+    const long sig = syscall(SYS_fcntl, p[0], hi | F_SETSIG, SIGSTOP);
+    say(fmt::format("fcntl({}F_SETSIG, SIGSTOP): {}\n", hi ? "(1<<32)|" : "", sig == 0 ? "ok" : strerror(errno)));
+    fcntl(p[0], F_SETFL, O_ASYNC | O_NONBLOCK);
+    const ssize_t w = write(p[1], "x", 1);
+    (void)w;
+    usleep(20'000);
+    _exit(0);
+  }
+  close(report[1]);
+  std::string got;
+  char buf[512];
+  for (ssize_t n; (n = read(report[0], buf, sizeof buf)) > 0;) got.append(buf, static_cast<size_t>(n));
+  close(report[0]);
+  waitpid(attacker, nullptr, 0);
+  usleep(20'000);
+  std::string stat = ReadFile(fmt::format("/proc/{}/stat", victim));
+  const size_t paren = stat.rfind(')');
+  const bool stopped = paren != std::string::npos && paren + 2 < stat.size() && stat[paren + 2] == 'T';
+  kill(victim, SIGKILL);
+  waitpid(victim, nullptr, 0);
+  *log = got;
+  return stopped ? 1 : 0;
+}
+
+TEST(RedTeam, r18_fcntl_owner_filter_refuses_plain_command) {
+  std::string log;
+  EXPECT_EQ(R18SiblingStoppedThroughSigio(false, &log), 0) << log;
+}
+
+TEST(RedTeamPending, r18_fcntl_owner_hi_filter_only) {
+  if (getenv("PKFORGE_REDTEAM_PENDING") == nullptr)
+    GTEST_SKIP() << "round 18 (the cuda ranks' filter: (1<<32)|F_SETOWN + F_SETSIG stop a "
+                    "process of the same uid, 3 of 3); PKFORGE_REDTEAM_PENDING=1 runs it";
+  for (int i = 0; i < 3; ++i) {
+    std::string log;
+    const int stopped = R18SiblingStoppedThroughSigio(true, &log);
+    std::printf("REDTEAM r18_fcntl_owner_hi_filter_only: sibling %s\n%s",
+                stopped == 1 ? "STOPPED" : "running", log.c_str());
+    EXPECT_EQ(stopped, 0) << log;
+  }
+}
+
+}  // namespace
+}  // namespace pkforge::kernels
