@@ -394,7 +394,15 @@ absl::Status LoadCandidateSeccompFilter(bool confine_writes, bool forbid_timers,
   const uint32_t ignore = SCMP_ACT_ERRNO(0);  // "succeeds", does nothing
   int rc = 0;
   auto ne = [](unsigned arg, uint64_t v) { return scmp_arg_cmp{arg, SCMP_CMP_NE, v, 0}; };
-  auto eq = [](unsigned arg, uint64_t v) { return scmp_arg_cmp{arg, SCMP_CMP_EQ, v, 0}; };
+  // A command argument the kernel reads as a 32-bit int (fcntl's cmd,
+  // ioctl's request) compared on its low 32 bits only: a 64-bit equality
+  // let (1 << 32) | F_SETOWN through, which the kernel took for F_SETOWN
+  // (red team round 18 r18_fcntl_owner_hi: a sibling process stopped by a
+  // SIGIO made SIGSTOP). The refusals by inequality (pids, families) are
+  // safe on 64 bits: high bits only make them refuse more.
+  auto eq32 = [](unsigned arg, uint64_t v) {
+    return scmp_arg_cmp{arg, SCMP_CMP_MASKED_EQ, 0xffffffffULL, v};
+  };
   // Signals reach only this process (exact 64-bit match: pid <= 0, i.e.
   // process groups and "everyone", and any other pid are refused).
   for (int nr : {SCMP_SYS(kill), SCMP_SYS(tkill), SCMP_SYS(tgkill), SCMP_SYS(rt_sigqueueinfo),
@@ -409,7 +417,7 @@ absl::Status LoadCandidateSeccompFilter(bool confine_writes, bool forbid_timers,
                  SCMP_SYS(migrate_pages), SCMP_SYS(move_pages)})
     rc |= AddRule(ctx, eperm, nr, 0, nullptr);
   for (uint64_t cmd : {uint64_t{F_SETOWN}, uint64_t{F_SETSIG}, uint64_t{F_SETOWN_EX}}) {
-    scmp_arg_cmp c = eq(1, cmd);
+    scmp_arg_cmp c = eq32(1, cmd);
     rc |= AddRule(ctx, eperm, SCMP_SYS(fcntl), 1, &c);
   }
   // Typing into a terminal (TIOCSTI; TIOCLINUX's paste): a rank that kept
@@ -419,7 +427,7 @@ absl::Status LoadCandidateSeccompFilter(bool confine_writes, bool forbid_timers,
   // terminal before exec (rank_pool.cc StartRank: TIOCNOTTY).
   for (uint64_t req : {uint64_t{FIOSETOWN}, uint64_t{SIOCSPGRP}, uint64_t{TIOCSTI},
                        uint64_t{TIOCLINUX}}) {
-    scmp_arg_cmp c = eq(1, req);
+    scmp_arg_cmp c = eq32(1, req);
     rc |= AddRule(ctx, eperm, SCMP_SYS(ioctl), 1, &c);
   }
   // New namespaces (a user namespace would hand out capabilities again).

@@ -158,6 +158,15 @@ TEST(Harden, SignalsReachOnlyTheCandidateItself) {
     if (pipe(p) != 0) return 18;
     if (fcntl(p[0], F_SETOWN, trusted) == 0) return 19;
     if (fcntl(p[0], F_SETSIG, SIGKILL) == 0) return 20;
+    // The same commands with bits above the 32 the kernel reads (red team
+    // round 18 r18_fcntl_owner_hi): refused all the same, also without
+    // Landlock (cuda ranks' hardening: the filter alone).
+    const uint64_t hi = uint64_t{1} << 32;
+    if (syscall(SYS_fcntl, p[0], hi | F_SETOWN, trusted) == 0) return 21;
+    if (syscall(SYS_fcntl, p[0], hi | F_SETSIG, SIGSTOP) == 0) return 22;
+    if (syscall(SYS_fcntl, p[0], hi | F_SETOWN_EX, nullptr) == 0 || errno != EPERM) return 23;
+    char c = 'x';
+    if (syscall(SYS_ioctl, p[0], hi | TIOCSTI, &c) == 0 || errno != EPERM) return 24;
     return 0;
   });
   EXPECT_EQ(rc, 0);
