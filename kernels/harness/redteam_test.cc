@@ -2623,3 +2623,163 @@ TEST(RedTeamPending, r18_fcntl_owner_hi_filter_only) {
 
 }  // namespace
 }  // namespace pkforge::kernels
+
+namespace pkforge::kernels {
+namespace {
+
+// Round 18, the executor path: head-of-line blocking by the compile step.
+// executor/pipeline.cc:515 takes one of compile_workers slots BEFORE the
+// compiler looks in its cache, and holds it for the whole compile; a
+// request that joins another's identical compile (compiler.cc Compile,
+// single-flight) holds its slot while it waits. r18_compile_burn's compile
+// runs 24 constant expressions just under g++'s ops limit: it burns one CPU
+// until the compile timeout (120 s by default), and a timed-out compile is
+// not cached, so it burns again on every request. 16:57 and 16:59 UTC,
+// --compile-workers 2 (this VM's default: nproc), --host-slots 1: two burn
+// requests (the same source twice: one cc1plus and one joiner; then two
+// variants), then the honest r18_control_epoch_exec (a cache hit): it sat
+// 96 s with nothing to show until the client gave up (2 of 2), the next one
+// waited 16 s for the burn to time out ("compile 0 hit, queue 0, run 248"
+// of 16391 ms: the wait is reported nowhere); afterwards OK 8.0-8.6x as
+// before (8.2-8.5x). Here with --compile-workers 1 and a 20 s compile
+// limit (config file): one burn, then the victim. Expected once fixed
+// (cache lookups and joins outside the slots; a client's concurrent
+// compiles bounded): the victim done within a few seconds.
+struct R18Executor {
+  std::string dir, address, skipped;
+  int pid = -1;
+  ~R18Executor() {
+    if (pid > 0) {
+      kill(pid, SIGTERM);
+      for (int i = 0; i < 100 && kill(pid, 0) == 0; ++i) usleep(100'000);
+      if (kill(pid, 0) == 0) kill(pid, SIGKILL);
+      waitpid(pid, nullptr, WNOHANG);
+    }
+  }
+  std::string Bin() const {
+    const std::string worker = PKF_WORKER;
+    return worker.substr(0, worker.rfind('/'));
+  }
+  static std::string Source(const std::string& name, const std::string& ext = ".cc") {
+    std::string s = __FILE__;
+    return s.substr(0, s.rfind("harness/")) + "testdata/redteam/" + name + ext;
+  }
+  bool Start(const std::string& name, const std::string& config_json, const std::string& extra) {
+    for (const std::string& f : {Bin() + "/pkforge-executor", Bin() + "/pkforge"})
+      if (access(f.c_str(), X_OK) != 0) {
+        skipped = f + " is missing";
+        return false;
+      }
+    dir = NewDir(name);
+    { std::ofstream(dir + "/token") << name << "-token-0123456789\n"; }
+    chmod((dir + "/token").c_str(), 0600);
+    { std::ofstream(dir + "/config.json") << config_json; }
+    if (std::system(fmt::format(
+            "{0}/pkforge-executor --listen 127.0.0.1:0 --data-dir {1}/data --gpus none "
+            "--nvcc none --no-measure --token-file {1}/token --worker {2} --config "
+            "{1}/config.json {3} >{1}/exec.out 2>{1}/exec.err & echo $! >{1}/exec.pid",
+            Bin(), dir, PKF_WORKER, extra)
+                        .c_str()) != 0)
+      return false;
+    pid = std::atoi(ReadFile(dir + "/exec.pid").c_str());
+    for (int i = 0; i < 200 && address.empty(); ++i) {
+      const std::string out = ReadFile(dir + "/exec.out");
+      const size_t at = out.find("listening on ");
+      if (at != std::string::npos && out.find('\n', at) != std::string::npos)
+        address = out.substr(at + 13, out.find('\n', at) - at - 13);
+      else
+        usleep(100'000);
+    }
+    return !address.empty();
+  }
+  std::string EvalCommand(const std::string& source, const std::string& out) const {
+    return fmt::format(
+        "timeout -k 5 150 {}/pkforge eval --executor {} --token-file {}/token --problem allreduce "
+        "--world-size 3 --dtype f32 --size tiny --quiet --json {} >{} 2>&1",
+        Bin(), address, dir, source, out);
+  }
+};
+
+TEST(RedTeamPending, r18_compile_burn_blocks_others) {
+  if (getenv("PKFORGE_REDTEAM_PENDING") == nullptr)
+    GTEST_SKIP() << "round 18 (an honest cache-hit evaluation waits for another client's slow "
+                    "compile: 96 s and 16 s); PKFORGE_REDTEAM_PENDING=1 runs it";
+  R18Executor ex;
+  if (!ex.Start("r18_compile_burn", "{\"compile_timeout_ms\": 20000}",
+                "--host-slots 1 --compile-workers 1")) {
+    if (!ex.skipped.empty()) GTEST_SKIP() << ex.skipped;
+    FAIL() << "the executor did not start:\n" << ReadFile(ex.dir + "/exec.err");
+  }
+  const std::string victim = R18Executor::Source("r18_control_epoch_exec");
+  // Once alone: compiled and cached.
+  ASSERT_EQ(std::system(ex.EvalCommand(victim, ex.dir + "/warm.json").c_str()), 0)
+      << ReadFile(ex.dir + "/warm.json");
+  // Kept as .src (the build would compile it, for minutes): submitted as a .cc.
+  const std::string burn = ex.dir + "/r18_compile_burn.cc";
+  { std::ofstream(burn) << ReadFile(R18Executor::Source("r18_compile_burn", ".src")); }
+  ASSERT_EQ(std::system((ex.EvalCommand(burn,
+                                        ex.dir + "/burn.json") + " &").c_str()), 0);
+  usleep(2'000'000);
+  const auto t0 = std::chrono::steady_clock::now();
+  const int rc = std::system(ex.EvalCommand(victim, ex.dir + "/victim.json").c_str());
+  const double waited_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const std::string out = ReadFile(ex.dir + "/victim.json");
+  std::printf("REDTEAM r18_compile_burn_blocks_others: the honest cache hit took %.1f s (rc %d), %s\n",
+              waited_s, rc, out.find("\"OK\"") != std::string::npos ? "OK" : "not OK");
+  for (int i = 0; i < 250 && ReadFile(ex.dir + "/burn.json").empty(); ++i) usleep(100'000);
+  EXPECT_NE(out.find("\"status\": \"OK\""), std::string::npos) << out;
+  EXPECT_LT(waited_s, 8.0) << "an evaluation whose compile is a cache hit waited for another "
+                              "request's compile";
+}
+
+}  // namespace
+}  // namespace pkforge::kernels
+
+namespace pkforge::kernels {
+namespace {
+
+// Round 18, the executor path, what holds: the compile sandbox's view.
+// A source asks __has_include (no error when absent) about the executor's
+// token file, its data dir (the executor's lock, the compile cache), the
+// repository, /root, /etc/hostname and /sys, and names each one it sees in
+// a #warning (the compile output comes back to the client). 16:57 UTC: none
+// seen (only /proc/sysvipc/shm, /proc/1/environ of the sandbox's own init,
+// /dev/pts/ptmx and its own candidate.cc); an #include of a /proc file reads
+// nothing (size 0). Regular: none may appear.
+TEST(RedTeam, r18_compile_peek) {
+  R18Executor ex;
+  if (!ex.Start("r18_compile_peek", "{}", "--host-slots 1 --compile-workers 1")) {
+    if (!ex.skipped.empty()) GTEST_SKIP() << ex.skipped;
+    FAIL() << "the executor did not start:\n" << ReadFile(ex.dir + "/exec.err");
+  }
+  std::string src;
+  const std::vector<std::string> paths = {ex.dir + "/token", ex.dir + "/data/.executor.lock",
+                                          ex.dir + "/data/compile-cache/.lock",
+                                          R18Executor::Source("r18_compile_peek", ".cc"),
+                                          std::string(__FILE__), "/root/.bashrc", "/etc/hostname",
+                                          "/sys/kernel/notes"};
+  for (const std::string& p : paths)
+    src += fmt::format("#if __has_include(\"{0}\")\n#warning \"SEES {0}\"\n#endif\n", p);
+  src += "#error done\n";
+  const std::string file = ex.dir + "/r18_compile_peek.cc";
+  { std::ofstream(file) << src; }
+  std::system(ex.EvalCommand(file, ex.dir + "/peek.json").c_str());
+  const std::string out = ReadFile(ex.dir + "/peek.json");
+  std::printf("REDTEAM r18_compile_peek: %s\n",
+              out.find("SEES") == std::string::npos ? "nothing seen" : "SEEN");
+  EXPECT_NE(out.find("COMPILE_ERROR"), std::string::npos) << out;
+  EXPECT_EQ(out.find("SEES /"), std::string::npos) << out;
+}
+
+// Round 18: the honest victim alone through a real executor. 16:57 UTC:
+// OK 8.2-8.5x 3 of 3.
+TEST(RedTeam, r18_control_epoch_exec) {
+  const ExecutorEval e = EvalThroughExecutor("r18_control_epoch_exec", "--json");
+  if (!e.skipped.empty()) GTEST_SKIP() << e.skipped;
+  ASSERT_TRUE(e.started) << "the executor did not start:\n" << e.executor_stderr;
+  EXPECT_NE(e.eval.output.find("\"status\": \"OK\""), std::string::npos) << e.eval.output;
+}
+
+}  // namespace
+}  // namespace pkforge::kernels
