@@ -2608,10 +2608,9 @@ TEST(RedTeam, r18_fcntl_owner_filter_refuses_plain_command) {
   EXPECT_EQ(R18SiblingStoppedThroughSigio(false, &log), 0) << log;
 }
 
-TEST(RedTeamPending, r18_fcntl_owner_hi_filter_only) {
-  if (getenv("PKFORGE_REDTEAM_PENDING") == nullptr)
-    GTEST_SKIP() << "round 18 (the cuda ranks' filter: (1<<32)|F_SETOWN + F_SETSIG stop a "
-                    "process of the same uid, 3 of 3); PKFORGE_REDTEAM_PENDING=1 runs it";
+// Fixed by c86b88e (fcntl and ioctl commands compared under 0xffffffff):
+// sibling running 3 of 3 (17:27 UTC): regular.
+TEST(RedTeam, r18_fcntl_owner_hi_filter_only) {
   for (int i = 0; i < 3; ++i) {
     std::string log;
     const int stopped = R18SiblingStoppedThroughSigio(true, &log);
