@@ -39,6 +39,7 @@ struct Compiler::Produced {
   std::shared_ptr<const CacheEntry> entry;
   bool from_cache = false;  // another process compiled it while we waited for the key lock
   bool cacheable = false;
+  double slot_wait_ms = 0;  // waited for one of max_concurrent compiler slots
 };
 
 struct Compiler::Flight {
@@ -85,6 +86,7 @@ void ReplaceAll(std::string* s, std::string_view from, std::string_view to) {
 Compiler::Compiler(CompilerConfig config, const sandbox::Sandbox* sandbox)
     : config_(std::move(config)),
       sandbox_(sandbox),
+      runs_(std::clamp(config_.max_concurrent, 1, 1024)),
       cache_(config_.cache_dir, config_.cache_max_bytes, config_.max_artifact_bytes) {}
 
 Compiler::~Compiler() = default;
@@ -442,7 +444,19 @@ absl::StatusOr<Compiler::Produced> Compiler::Lead(const CompileRequest& request,
     ++stats_.misses;
   }
   on_start(false);
-  ASSIGN_OR_RETURN(Produced produced, RunCompiler(request, key, args, cancel));
+  // A compiler slot, only now that the compiler must run (the cache missed
+  // under the key's lock); the cancel flag is polled while waiting.
+  const auto wait_start = std::chrono::steady_clock::now();
+  while (!runs_.try_acquire_for(std::chrono::milliseconds(100)))
+    if (IsCancelled(cancel)) return CancelledError();
+  const double slot_wait_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - wait_start)
+          .count();
+  absl::StatusOr<Produced> ran = RunCompiler(request, key, args, cancel);
+  runs_.release();
+  if (!ran.ok()) return ran.status();
+  Produced produced = *std::move(ran);
+  produced.slot_wait_ms = slot_wait_ms;
   if (produced.cacheable) {
     absl::Status stored = cache_.Store(key, *produced.entry);
     // The caller still gets its library; only later requests pay again.
@@ -552,7 +566,10 @@ absl::StatusOr<CompileOutcome> Compiler::Compile(const CompileRequest& request,
     }
     flight_done_.SignalAll();
     if (!produced.ok()) return produced.status();
-    return Finish(*produced->entry, key, produced->from_cache, dest_dir);
+    ASSIGN_OR_RETURN(CompileOutcome out,
+                     Finish(*produced->entry, key, produced->from_cache, dest_dir));
+    out.slot_wait_ms = produced->slot_wait_ms;
+    return out;
   }
 }
 

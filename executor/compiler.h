@@ -64,6 +64,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <semaphore>
 #include <string>
 #include <vector>
 
@@ -102,6 +103,12 @@ struct CompilerConfig {
   // CPUs compiles run on (the executor's shared lane, cpu_lanes.h: never
   // those of a GPU's timed evaluation); empty: the executor's own set.
   std::vector<int> cpus;
+  // Compiler processes at once (the executor's compile_workers). Only a
+  // request that runs the compiler takes one: a cache hit, or a request
+  // joining an identical compile in flight, never waits for one (red team
+  // round 18 r18_compile_burn: a source that burned its 120 s kept an
+  // honest request whose library was cached waiting for the slot, 96 s).
+  int max_concurrent = 1;
   // Limits of one compile besides timeout_ms.
   int64_t max_source_bytes = 4 << 20;
   int64_t max_artifact_bytes = 512LL << 20;
@@ -123,6 +130,7 @@ struct CompileOutcome {
   bool ok = false;            // false: COMPILE_ERROR, info.output says why
   bool timed_out = false;     // the compile hit timeout_ms (caller reports TIMEOUT, phase COMPILE)
   bool joined = false;        // waited for an identical compile in flight (info.cache_hit is set)
+  double slot_wait_ms = 0;    // waited for a compiler slot (max_concurrent) before compiling
   std::string artifact_path;  // when ok: <dest_dir>/<key>.so, the caller's own file
 };
 
@@ -203,6 +211,8 @@ class Compiler {
 
   const CompilerConfig config_;
   const sandbox::Sandbox* const sandbox_;
+  // Compiler processes running (max_concurrent); taken in Lead only.
+  std::counting_semaphore<1024> runs_;
   std::string cxx_version_text_;  // full `--version` output: part of the key
   std::string cxx_version_;       // "g++ 12.2.0"
   std::string nvcc_version_text_;

@@ -106,8 +106,7 @@ Pipeline::Pipeline(const Runtime* runtime, Compiler* compiler, DeviceQueue* queu
       queue_(queue),
       devices_(devices),
       metrics_(metrics),
-      scratch_root_(std::move(scratch_root)),
-      compile_slots_(std::max(1, std::min(1024, runtime->config().compile_workers))) {}
+      scratch_root_(std::move(scratch_root)) {}
 
 absl::Status Pipeline::Validate(const v1::EvaluateRequest& r) const {
   const ExecutorConfig& c = runtime_->config();
@@ -508,13 +507,11 @@ absl::StatusOr<Result> Pipeline::Run(const v1::EvaluateRequest& r, const std::st
                    MakeScratchDir(scratch_root_, evaluation_id));
   const RemoveTreeOnExit cleanup(scratch);
 
-  // 1. Compile (at most compile_workers at once, before any device is held).
+  // 1. Compile (before any device is held; at most compile_workers compiler
+  // processes at once, a slot taken only by a request that runs the compiler:
+  // a cache hit or a joiner never waits behind another source's compile).
   // The compiling message goes out once the compiler knows whether this is a
   // cache hit, so it reports the real outcome (it used to say false always).
-  Stopwatch compile_wait;
-  while (!compile_slots_.try_acquire_for(std::chrono::milliseconds(100)))
-    if (cancel->cancelled()) return absl::CancelledError("cancelled while waiting to compile");
-  const double compile_wait_ms = compile_wait.ElapsedMillis();
   CompileRequest creq;
   creq.backend = r.backend();
   creq.source = r.source();
@@ -524,9 +521,9 @@ absl::StatusOr<Result> Pipeline::Run(const v1::EvaluateRequest& r, const std::st
     m.mutable_compiling()->set_cache_hit(cache_hit);
     send(m);
   });
-  compile_slots_.release();
   if (cancel->cancelled()) return absl::CancelledError("cancelled while compiling");
   if (!compiled.ok()) return Annotate(compiled.status(), "compile");
+  const double compile_wait_ms = compiled->slot_wait_ms;
   metrics_->Add("pkforge_executor_compile_total", 1,
                 compiled->info.cache_hit() ? "cache=\"hit\"" : "cache=\"miss\"");
 

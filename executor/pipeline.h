@@ -20,7 +20,6 @@
 #include <functional>
 #include <memory>
 #include <mutex>
-#include <semaphore>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -93,7 +92,6 @@ class Pipeline {
   Devices* devices_;
   Metrics* metrics_;
   std::string scratch_root_;
-  std::counting_semaphore<1024> compile_slots_;
 };
 
 }  // namespace pkforge::executor

@@ -72,6 +72,7 @@ absl::StatusOr<std::unique_ptr<ExecutorServer>> ExecutorServer::Start(const Exec
   cc.include_dir = c.kernels_include;
   cc.extra_include_dirs = c.extra_include_dirs;
   cc.cache_dir = (fs::path(c.data_dir) / "compile-cache").string();
+  cc.max_concurrent = std::max(1, c.compile_workers);
   ASSIGN_OR_RETURN(const std::string sandbox_root, SandboxRoot(c));
   s->sandbox_root_ = sandbox_root;
   // Before anything runs under the root: a killed predecessor's scratch
