@@ -218,6 +218,8 @@ sandbox::SandboxPolicy Compiler::Policy(const std::string& scratch) const {
   p.max_file_mb = std::max<int64_t>(1024, (config_.max_artifact_bytes >> 20) + 1);
   p.unsafe_no_sandbox = config_.unsafe_no_sandbox;
   p.cpus = config_.cpus;
+  // Below anything timed on the CPUs compiles share (host evaluations).
+  p.nice = 19;
   return p;
 }
 

@@ -5,6 +5,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -37,6 +38,8 @@ const char* ChildStepName(int32_t step) {
       return "checking the parent";
     case kStepAffinity:
       return "restricting the CPUs";
+    case kStepNice:
+      return "lowering the priority";
     default:
       return "starting";
   }
@@ -114,6 +117,8 @@ void RunChild(const ChildPlan& p) {
   }
   if (p.set_cpus && sched_setaffinity(0, sizeof p.cpus, &p.cpus) != 0)
     ChildFail(err_fd, kStepAffinity, errno);
+  if (p.nice != 0 && setpriority(PRIO_PROCESS, 0, p.nice) != 0)
+    ChildFail(err_fd, kStepNice, errno);
   execve(p.exec_path, p.argv.data(), p.envp.data());
   ChildFail(err_fd, kStepExec, errno);
 }

@@ -28,6 +28,7 @@ enum ChildStep : int32_t {
   kStepExec,
   kStepParentGone,
   kStepAffinity,
+  kStepNice,
 };
 
 // What a failed step was doing, for the parent's error message.
@@ -53,6 +54,7 @@ struct ChildPlan {
   // the parent's).
   bool set_cpus = false;
   cpu_set_t cpus;
+  int nice = 0;  // setpriority before exec (0: unchanged)
   int64_t uid = -1, gid = -1;
   const char* chdir_path = nullptr;
   pid_t parent_pid = 0;

@@ -343,6 +343,7 @@ absl::StatusOr<LimitPlan> PlanLimits(const SandboxConfig& config, const SandboxP
     for (int c : policy.cpus) list += (list.empty() ? "" : ",") + std::to_string(c);
     how.push_back("cpus=affinity(" + list + ")");
   }
+  if (policy.nice != 0) how.push_back("nice=" + std::to_string(policy.nice));
   if (policy.max_file_mb > 0) {
     rlim_t bytes = static_cast<rlim_t>(policy.max_file_mb) * 1024 * 1024;
     rlim(RLIMIT_FSIZE, bytes, bytes);
@@ -550,6 +551,9 @@ absl::StatusOr<std::unique_ptr<SandboxProcess>> Sandbox::Spawn(const std::vector
     ASSIGN_OR_RETURN(plan.cpus, CpuSetOf(policy.cpus));
     plan.set_cpus = true;
   }
+  if (policy.nice < 0 || policy.nice > 19)
+    return absl::InvalidArgumentError(fmt::format("nice: {} (0..19)", policy.nice));
+  plan.nice = policy.nice;
   plan.error_fd = exec_w.get();
   plan.parent_pid = getpid();
   if (drop_uid) {

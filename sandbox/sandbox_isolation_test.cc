@@ -567,6 +567,29 @@ TEST_F(IsolationTest, ProcessesRunOnlyOnThePolicysCpus) {
   EXPECT_THAT(std::string(refused.status().message()), HasSubstr("cpus: CPU"));
 }
 
+// Compiles run at the lowest priority on the CPUs host evaluations are
+// timed on (red team round 18 r18_compile_burn): the command and its
+// descendants get the policy's niceness, with or without isolation; a value
+// outside 0..19 is refused before anything starts.
+TEST_F(IsolationTest, TheCommandRunsAtThePolicysNiceness) {
+  for (bool unsafe : {false, true}) {
+    SandboxPolicy policy = Policy();
+    policy.unsafe_no_sandbox = unsafe;
+    policy.nice = 19;
+    SandboxResult r = MustRun(
+        {"/bin/sh", "-c", "cut -d' ' -f19 /proc/self/stat; sh -c \"cut -d' ' -f19 /proc/self/stat\""},
+        policy);
+    EXPECT_EQ(r.stdout_data, "19\n19\n") << "unsafe=" << unsafe << " " << r.stderr_data;
+    EXPECT_THAT(r.enforcement, HasSubstr("nice=19"));
+  }
+  SandboxPolicy bad = Policy();
+  bad.nice = -5;
+  auto refused = sandbox_->Run({"/bin/true"}, bad);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(refused.status().message()), HasSubstr("nice"));
+}
+
 TEST_F(IsolationTest, ResultReportsAccountingAndEnforcement) {
   SandboxResult r = Probe({"exit", "3"});
   EXPECT_EQ(r.exit_code, 3);

@@ -512,8 +512,17 @@ absl::Status LoadCandidateSeccompFilter(bool confine_writes, bool forbid_timers,
     // CPU-wide sampling event is a timer that fires on the reference's CPU
     // while the candidate is stopped (row 25's storm; red team round 17
     // r17_perf_event, refused here by paranoid = 2 only).
-    for (const char* name : {"bind", "connect", "listen", "accept", "accept4", "perf_event_open"})
+    // And file locks: a read-only descriptor is enough to hold another
+    // program's lock (a database's, a package manager's, a build's) for as
+    // long as the ranks live (red team round 18). Candidates use no files.
+    for (const char* name :
+         {"bind", "connect", "listen", "accept", "accept4", "perf_event_open", "flock"})
       rc |= AddRule(ctx, eperm, seccomp_syscall_resolve_name(name), 0, nullptr);
+    for (uint64_t cmd : {uint64_t{F_SETLK}, uint64_t{F_SETLKW}, uint64_t{F_OFD_SETLK},
+                         uint64_t{F_OFD_SETLKW}}) {
+      scmp_arg_cmp c{1, SCMP_CMP_MASKED_EQ, 0xffffffffULL, cmd};
+      rc |= AddRule(ctx, eperm, SCMP_SYS(fcntl), 1, &c);
+    }
 #if defined(__x86_64__)
     // Newer than this libseccomp may know (x86_64 numbers): fchmodat2
     // (Linux 6.6), setxattrat and removexattrat (6.13).

@@ -7,6 +7,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/ptrace.h>
@@ -518,6 +519,18 @@ TEST(Harden, NoSysVIpcNoMessageQueuesNoKeysNoDatagramPairs) {
     const socklen_t len = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 12);
     if (bind(sv[0], reinterpret_cast<sockaddr*>(&a), len) == 0 || errno != EPERM) return 23;
     if (connect(sv[0], reinterpret_cast<sockaddr*>(&a), len) == 0 || errno != EPERM) return 24;
+    // No file lock, even on a file it may read (round 18: another program's
+    // lock held for the ranks' lifetime).
+    const int f = open("/etc/hostname", O_RDONLY | O_CLOEXEC);
+    if (f >= 0) {
+      if (flock(f, LOCK_SH | LOCK_NB) == 0 || errno != EPERM) return 25;
+      struct flock lk{};
+      lk.l_type = F_RDLCK;
+      lk.l_whence = SEEK_SET;
+      if (fcntl(f, F_SETLK, &lk) == 0 || errno != EPERM) return 26;
+      if (fcntl(f, F_OFD_SETLK, &lk) == 0 || errno != EPERM) return 27;
+      close(f);
+    }
     return 0;
   });
   EXPECT_EQ(rc, 0);
