@@ -86,7 +86,7 @@ void ReplaceAll(std::string* s, std::string_view from, std::string_view to) {
 Compiler::Compiler(CompilerConfig config, const sandbox::Sandbox* sandbox)
     : config_(std::move(config)),
       sandbox_(sandbox),
-      runs_(std::clamp(config_.max_concurrent, 1, 1024)),
+      runs_(config_.max_concurrent),
       cache_(config_.cache_dir, config_.cache_max_bytes, config_.max_artifact_bytes) {}
 
 Compiler::~Compiler() = default;
@@ -449,13 +449,12 @@ absl::StatusOr<Compiler::Produced> Compiler::Lead(const CompileRequest& request,
   // A compiler slot, only now that the compiler must run (the cache missed
   // under the key's lock); the cancel flag is polled while waiting.
   const auto wait_start = std::chrono::steady_clock::now();
-  while (!runs_.try_acquire_for(std::chrono::milliseconds(100)))
-    if (IsCancelled(cancel)) return CancelledError();
+  if (!runs_.Acquire(request.client, cancel)) return CancelledError();
   const double slot_wait_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - wait_start)
           .count();
   absl::StatusOr<Produced> ran = RunCompiler(request, key, args, cancel);
-  runs_.release();
+  runs_.Release();
   if (!ran.ok()) return ran.status();
   Produced produced = *std::move(ran);
   produced.slot_wait_ms = slot_wait_ms;

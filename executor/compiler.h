@@ -64,7 +64,6 @@
 #include <map>
 #include <memory>
 #include <mutex>
-#include <semaphore>
 #include <string>
 #include <vector>
 
@@ -73,6 +72,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "executor/compile_cache.h"
+#include "executor/compile_slots.h"
 #include "pkforge/v1/common.pb.h"
 #include "sandbox/sandbox.h"
 
@@ -107,7 +107,9 @@ struct CompilerConfig {
   // request that runs the compiler takes one: a cache hit, or a request
   // joining an identical compile in flight, never waits for one (red team
   // round 18 r18_compile_burn: a source that burned its 120 s kept an
-  // honest request whose library was cached waiting for the slot, 96 s).
+  // honest request whose library was cached waiting for the slot, 96 s),
+  // and slots go round-robin between clients (one client's queue of such
+  // sources delays another's compile by one slot's turn, not the queue).
   int max_concurrent = 1;
   // Limits of one compile besides timeout_ms.
   int64_t max_source_bytes = 4 << 20;
@@ -120,6 +122,9 @@ struct CompileRequest {
   v1::Backend backend = v1::BACKEND_UNSPECIFIED;
   std::string source;
   std::vector<std::string> extra_flags;  // checked against the allowlist (ValidateFlags)
+  // Who asked (the executor's client key): compiler slots go round-robin
+  // between clients (CompileSlots). Not part of the cache key.
+  std::string client;
 };
 
 struct CompileOutcome {
@@ -211,8 +216,9 @@ class Compiler {
 
   const CompilerConfig config_;
   const sandbox::Sandbox* const sandbox_;
-  // Compiler processes running (max_concurrent); taken in Lead only.
-  std::counting_semaphore<1024> runs_;
+  // Compiler processes running (max_concurrent), round-robin between
+  // clients; taken in Lead only.
+  CompileSlots runs_;
   std::string cxx_version_text_;  // full `--version` output: part of the key
   std::string cxx_version_;       // "g++ 12.2.0"
   std::string nvcc_version_text_;

@@ -515,6 +515,7 @@ absl::StatusOr<Result> Pipeline::Run(const v1::EvaluateRequest& r, const std::st
   CompileRequest creq;
   creq.backend = r.backend();
   creq.source = r.source();
+  creq.client = client_key;
   creq.extra_flags.assign(r.extra_flags().begin(), r.extra_flags().end());
   auto compiled = compiler_->Compile(creq, scratch, cancel->flag(), [&send](bool cache_hit) {
     v1::EvaluateProgress m;
