@@ -33,11 +33,7 @@ class CompileSlots {
     std::deque<uint64_t>& mine = waiting_[client];
     if (mine.empty()) order_.push_back(client);
     mine.push_back(ticket);
-    auto my_turn = [&] {
-      return free_ > 0 && !order_.empty() && order_.front() == client &&
-             waiting_[client].front() == ticket;
-    };
-    while (!my_turn()) {
+    while (!MyTurn(client, ticket)) {
       if (cancel != nullptr && cancel->load()) {
         Forget(client, ticket);
         return false;
@@ -61,6 +57,13 @@ class CompileSlots {
   }
 
  private:
+  // A free slot, this client's turn, and this ticket its oldest.
+  bool MyTurn(const std::string& client, uint64_t ticket) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (free_ <= 0 || order_.empty() || order_.front() != client) return false;
+    const auto it = waiting_.find(client);
+    return it != waiting_.end() && !it->second.empty() && it->second.front() == ticket;
+  }
   void Forget(const std::string& client, uint64_t ticket) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     std::deque<uint64_t>& q = waiting_[client];
     for (auto it = q.begin(); it != q.end(); ++it)
