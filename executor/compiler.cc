@@ -527,6 +527,31 @@ absl::StatusOr<CompileOutcome> Compiler::Compile(const CompileRequest& request,
     }
     std::shared_ptr<Flight> flight;
     bool leader = false;
+    std::shared_ptr<const CacheEntry> remembered;
+    double remembered_s = 0;
+    {
+      absl::MutexLock lock(&mu_);
+      if (auto t = timed_out_.find(key); t != timed_out_.end()) {
+        remembered_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t->second.at)
+                           .count();
+        if (remembered_s < static_cast<double>(config_.timeout_memory_s)) {
+          remembered = t->second.entry;
+          ++stats_.timeouts_remembered;
+        } else {
+          timed_out_.erase(t);
+        }
+      }
+    }
+    if (remembered != nullptr) {
+      start_once(true);
+      ASSIGN_OR_RETURN(CompileOutcome out, Finish(*remembered, key, true, dest_dir));
+      out.info.set_cache_hit(false);
+      out.info.set_output(fmt::format(
+          "this source with these flags timed out {:.0f} s ago; it is answered so, without "
+          "compiling, until {} s have passed\n{}",
+          remembered_s, config_.timeout_memory_s, remembered->output));
+      return out;
+    }
     {
       absl::MutexLock lock(&mu_);
       auto it = flights_.find(key);
@@ -564,6 +589,14 @@ absl::StatusOr<CompileOutcome> Compiler::Compile(const CompileRequest& request,
       flight->done = true;
       flights_.erase(key);
       if (produced.ok() && produced->from_cache) ++stats_.hits;
+      if (produced.ok() && produced->entry->timed_out && config_.timeout_memory_s > 0) {
+        const auto now = std::chrono::steady_clock::now();
+        for (auto it = timed_out_.begin(); it != timed_out_.end();)  // the expired go
+          it = now - it->second.at > std::chrono::seconds(config_.timeout_memory_s)
+                   ? timed_out_.erase(it)
+                   : std::next(it);
+        timed_out_[key] = TimedOut{now, produced->entry};
+      }
     }
     flight_done_.SignalAll();
     if (!produced.ok()) return produced.status();

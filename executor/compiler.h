@@ -58,6 +58,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -111,6 +112,11 @@ struct CompilerConfig {
   // and slots go round-robin between clients (one client's queue of such
   // sources delays another's compile by one slot's turn, not the queue).
   int max_concurrent = 1;
+  // A compile that timed out is not cached on disk (the limit may have been
+  // hit under load), but for this long the same key is answered with the
+  // same TIMEOUT at once, without running the compiler again (red team
+  // round 18 r18_compile_burn burned its 120 s again on every request). 0: off.
+  int64_t timeout_memory_s = 600;
   // Limits of one compile besides timeout_ms.
   int64_t max_source_bytes = 4 << 20;
   int64_t max_artifact_bytes = 512LL << 20;
@@ -187,6 +193,7 @@ class Compiler {
     int64_t misses = 0;     // had to compile
     int64_t compiles = 0;   // compiler runs that finished (ok, error or timeout)
     int64_t failures = 0;   // ... of which COMPILE_ERROR or timeout
+    int64_t timeouts_remembered = 0;  // answered from timed_out_ without compiling
     int64_t evictions = 0;  // entries removed by this process
     int64_t bytes = 0;      // cache size at the last scan (all processes' entries)
     int64_t entries = 0;
@@ -234,6 +241,13 @@ class Compiler {
   mutable absl::Mutex mu_;
   absl::CondVar flight_done_;  // a flight finished (with mu_)
   std::map<std::string, std::shared_ptr<Flight>> flights_ ABSL_GUARDED_BY(mu_);
+  // Keys whose compile timed out lately (timeout_memory_s): when, and what
+  // the compile produced.
+  struct TimedOut {
+    std::chrono::steady_clock::time_point at;
+    std::shared_ptr<const CacheEntry> entry;
+  };
+  std::map<std::string, TimedOut> timed_out_ ABSL_GUARDED_BY(mu_);
   Stats stats_ ABSL_GUARDED_BY(mu_);  // evictions/bytes/entries live in cache_
 };
 

@@ -628,6 +628,37 @@ TEST_F(CompilerTest, CompileTimeoutIsReportedAndNotCached) {
   EXPECT_EQ(compiler->stats().failures, 1);
 }
 
+// The same source timing out again is answered at once for a while, without
+// running the compiler (red team round 18 r18_compile_burn burned the whole
+// limit on every request); with the memory off it compiles again.
+TEST_F(CompilerTest, ARecentTimeoutIsRememberedWithoutCompilingAgain) {
+  for (const int64_t memory_s : {int64_t{600}, int64_t{0}}) {
+    CompilerConfig config = WrappedConfig(memory_s > 0 ? "cache_on" : "cache_off");
+    config.timeout_ms = 1500;
+    config.timeout_memory_s = memory_s;
+    auto compiler = Make(config);
+    ASSERT_NE(compiler, nullptr);
+    const int before = CompileInvocations();
+    auto first = compiler->Compile(Host(kSlowSource), dir_.Sub("d1"));
+    ASSERT_TRUE(first.ok()) << first.status();
+    EXPECT_TRUE(first->timed_out);
+    auto second = compiler->Compile(Host(kSlowSource), dir_.Sub("d2"));
+    ASSERT_TRUE(second.ok()) << second.status();
+    EXPECT_TRUE(second->timed_out);
+    EXPECT_FALSE(second->ok);
+    EXPECT_FALSE(second->info.cache_hit());
+    if (memory_s > 0) {
+      EXPECT_EQ(CompileInvocations() - before, 1) << "the compiler ran again";
+      EXPECT_THAT(second->info.output(), HasSubstr("timed out"));
+      EXPECT_THAT(second->info.output(), HasSubstr("without compiling"));
+      EXPECT_EQ(compiler->stats().timeouts_remembered, 1);
+    } else {
+      EXPECT_EQ(CompileInvocations() - before, 2);
+      EXPECT_EQ(compiler->stats().timeouts_remembered, 0);
+    }
+  }
+}
+
 TEST_F(CompilerTest, CancellationReturnsCancelledQuickly) {
   auto compiler = Make(BaseConfig());
   ASSERT_NE(compiler, nullptr);
