@@ -55,9 +55,10 @@ Launched Launch(const std::string& problem, const std::string& candidate, int wo
                 const std::string& extra = "", const std::string& dtype = "bf16") {
   const std::string cmd = fmt::format(
       "{} launch --problem {} --backend host --world-size {} --dtype {} {} --trials 2 "
-      "--warmup 2 --iters 6 {} --json {} {}/{}.so",
+      "--warmup 2 {} {} --json {} {}/{}.so",
       PKF_WORKER, problem, world, dtype,
       extra.find("--size") == std::string::npos ? "--size tiny" : "",
+      extra.find("--iters") == std::string::npos ? "--iters 6" : "",
       extra.find("--timeout") == std::string::npos ? "--timeout 30" : "", extra, PKF_CANDIDATES,
       candidate);
   Launched l;
@@ -271,12 +272,15 @@ TEST(HostEval, DeadlockIsTimeoutNamingPhaseAndStuckRank) {
   EXPECT_LT(l.seconds, 10);  // bounded: everything killed and reaped
 }
 
-// An honest candidate at a size whose timing phase needs more than the phase
-// limit (host, default size: calls of ~6 ms, ~5 s of timing; 3 s leaves set-up
-// room under load) is stopped, but
-// the message says what happened instead of calling it a deadlock.
+// An honest candidate whose timing phase needs more than the phase limit
+// (host, default size, calls of ~6 ms, and --iters 1000: far more batches than
+// 8 s hold) is stopped, but the message says what happened instead of calling
+// it a deadlock. The limit leaves set-up room under load: at --timeout 3 with
+// ~5 s of timing, a full ctest -j2 beside the deploy tests once ran out of it
+// in PHASE_SETUP (session 15).
 TEST(HostEval, ATimingPhaseLongerThanItsLimitIsNotCalledADeadlock) {
-  Launched l = Launch("allreduce", "naive_host_allreduce", 3, "--size default --timeout 3");
+  Launched l =
+      Launch("allreduce", "naive_host_allreduce", 3, "--size default --iters 1000 --timeout 8");
   ASSERT_EQ(l.result.status(), Result::TIMEOUT) << Describe(l);
   EXPECT_EQ(l.result.timeout().phase(), pkforge::v1::PHASE_TIMING);
   EXPECT_EQ(l.result.message().find("never arrive"), std::string::npos) << l.result.message();
