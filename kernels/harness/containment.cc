@@ -248,34 +248,27 @@ bool ConfineWrites(const std::vector<std::string>& writable) {
   // enforced all the same (denying more, never everything allowed).
   struct stat proc{};
   const bool have_proc = stat("/proc", &proc) == 0;
-  auto allow = [&](const std::string& path, uint64_t rights) {
+  // One rule: `rights` beneath `path` (on a file, only the rights a file
+  // takes). Write rights never on the proc mount, whatever name it was given
+  // by; reading /proc stays.
+  auto add_rule = [&](const std::string& path, uint64_t rights, bool writes) {
     const int fd = open(path.c_str(), O_PATH | O_CLOEXEC);
     if (fd < 0) return;  // a device or folder this machine lacks
-    // Never anything on the proc mount, whatever name it was given by.
     struct stat st{};
-    if (fstat(fd, &st) != 0 || (have_proc && st.st_dev == proc.st_dev)) {
+    if (fstat(fd, &st) != 0 || (writes && have_proc && st.st_dev == proc.st_dev)) {
       close(fd);
       return;
     }
     landlock_path_beneath_attr rule{};
-    rule.allowed_access = S_ISDIR(st.st_mode) ? rights : (rights & file_rights);
+    rule.allowed_access = S_ISDIR(st.st_mode) ? rights : (rights & (file_rights | read));
     rule.parent_fd = fd;
     if (syscall(SYS_landlock_add_rule, ruleset, LANDLOCK_RULE_PATH_BENEATH, &rule, 0) != 0)
-      fprintf(stderr, "pkforge: %s stays unwritable (landlock_add_rule: %s)\n", path.c_str(),
-              strerror(errno));
+      fprintf(stderr, "pkforge: %s stays %s (landlock_add_rule: %s)\n", path.c_str(),
+              writes ? "unwritable" : "unreadable", strerror(errno));
     close(fd);
   };
-  auto allow_read = [&](const std::string& path) {
-    const int fd = open(path.c_str(), O_PATH | O_CLOEXEC);
-    if (fd < 0) return;
-    landlock_path_beneath_attr rule{};
-    rule.allowed_access = read;
-    rule.parent_fd = fd;
-    if (syscall(SYS_landlock_add_rule, ruleset, LANDLOCK_RULE_PATH_BENEATH, &rule, 0) != 0)
-      fprintf(stderr, "pkforge: %s stays unreadable (landlock_add_rule: %s)\n", path.c_str(),
-              strerror(errno));
-    close(fd);
-  };
+  auto allow = [&](const std::string& path, uint64_t rights) { add_rule(path, rights, true); };
+  auto allow_read = [&](const std::string& path) { add_rule(path, read, false); };
   if (DIR* root = opendir("/")) {
     while (dirent* e = readdir(root)) {
       const std::string name = e->d_name;
@@ -520,7 +513,7 @@ absl::Status LoadCandidateSeccompFilter(bool confine_writes, bool forbid_timers,
       rc |= AddRule(ctx, eperm, seccomp_syscall_resolve_name(name), 0, nullptr);
     for (uint64_t cmd : {uint64_t{F_SETLK}, uint64_t{F_SETLKW}, uint64_t{F_OFD_SETLK},
                          uint64_t{F_OFD_SETLKW}}) {
-      scmp_arg_cmp c{1, SCMP_CMP_MASKED_EQ, 0xffffffffULL, cmd};
+      scmp_arg_cmp c = eq32(1, cmd);
       rc |= AddRule(ctx, eperm, SCMP_SYS(fcntl), 1, &c);
     }
 #if defined(__x86_64__)

@@ -459,6 +459,20 @@ std::string LimitedCgroup(const std::string& name, const std::string& controller
 void RemoveCgroup(const std::string& cg) {
   for (int i = 0; i < 300 && rmdir(cg.c_str()) != 0 && errno == EBUSY; ++i) usleep(10000);
 }
+// Removes the System V segments sysv_shm_oom_blame recorded (in each of its
+// log directories' `shmid`), whatever the verdict.
+void RemoveRecordedShmSegments() {
+  const std::string tmp = ::testing::TempDir();
+  if (DIR* d = opendir(tmp.c_str())) {
+    while (dirent* e = readdir(d)) {
+      const std::string n = e->d_name;
+      if (n.rfind("redteam_sysv_shm_oom_blame_", 0) != 0) continue;
+      std::istringstream ids(ReadFile(tmp + "/" + n + "/shmid"));
+      for (int id; ids >> id;) shmctl(id, IPC_RMID, nullptr);
+    }
+    closedir(d);
+  }
+}
 // A memory cgroup limited to `bytes` ("" when it cannot be made: not root,
 // no controller).
 std::string MemoryCgroup(const std::string& name, int64_t bytes) {
@@ -526,17 +540,7 @@ TEST(RedTeam, sysv_shm_oom_blame) {
   // fixed judge must not do is die or blame itself).
   Expect("sysv_shm_oom_blame", {kRuntime, Accept{Result::SETUP_ERROR, {}}, kTimeout, kOk}, "", 10,
          cg + "/cgroup.procs", 3.0);
-  // Remove the segment(s) the candidate recorded (in its newest directory).
-  const std::string tmp = ::testing::TempDir();
-  if (DIR* d = opendir(tmp.c_str())) {
-    while (dirent* e = readdir(d)) {
-      const std::string n = e->d_name;
-      if (n.rfind("redteam_sysv_shm_oom_blame_", 0) != 0) continue;
-      std::istringstream ids(ReadFile(tmp + "/" + n + "/shmid"));
-      for (int id; ids >> id;) shmctl(id, IPC_RMID, nullptr);
-    }
-    closedir(d);
-  }
+  RemoveRecordedShmSegments();
   RemoveCgroup(cg);
 }
 
@@ -2396,16 +2400,7 @@ TEST(RedTeam, r17_sysv_next_launch) {
   Expect("control_naive", {kOk}, "", 10, cg + "/cgroup.procs", 0, false, &next);
   std::printf("REDTEAM r17_sysv_next_launch: the next honest launch %s (%s)\n",
               Result::Status_Name(next.status()).c_str(), next.message().substr(0, 160).c_str());
-  const std::string tmp = ::testing::TempDir();
-  if (DIR* d = opendir(tmp.c_str())) {
-    while (dirent* e = readdir(d)) {
-      const std::string n = e->d_name;
-      if (n.rfind("redteam_sysv_shm_oom_blame_", 0) != 0) continue;
-      std::istringstream ids(ReadFile(tmp + "/" + n + "/shmid"));
-      for (int id; ids >> id;) shmctl(id, IPC_RMID, nullptr);
-    }
-    closedir(d);
-  }
+  RemoveRecordedShmSegments();
   RemoveCgroup(cg);
 }
 
