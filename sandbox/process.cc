@@ -19,6 +19,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
+#include "common/unix_gc.h"
 #include "fmt/format.h"
 #include "sandbox/process_state.h"
 #include "sandbox/sandbox.h"
@@ -377,6 +378,10 @@ absl::StatusOr<SandboxResult> SandboxProcess::Conclude(SandboxResult result,
     absl::Status destroyed = st.cgroup->Destroy(st.kill_grace_ms);
     if (!destroyed.ok()) spdlog::error("sandbox: {}", destroyed.ToString());
   }
+  // The sandbox's processes are gone; what they left in flight in a
+  // unix-socket cycle is not (common/unix_gc.h): collected now.
+  if (absl::Status gc = CollectUnixSocketGarbage(); !gc.ok())
+    spdlog::warn("sandbox: {}", gc.ToString());
   result.wall_ms = st.stopwatch.ElapsedMicros() / 1000;
   if (!stuck.ok()) {
     spdlog::error("sandbox: {}", stuck.ToString());

@@ -3,12 +3,14 @@
 #include "kernels/harness/containment.h"
 
 #include <fcntl.h>
+#include <linux/fs.h>
 #include <netinet/in.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/file.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/ptrace.h>
 #include <sys/resource.h>
@@ -556,6 +558,58 @@ TEST(Harden, NoSysVIpcNoMessageQueuesNoKeysNoDatagramPairs) {
 // Typing into a terminal: even one that is the candidate's controlling
 // terminal (candidate ranks give theirs up with TIOCNOTTY, so they have none;
 // red team round 16 r16_tty_inject typed a command the caller's shell ran).
+// Round 19: a unix-socket garbage cycle (descriptors passed into a pair's
+// own queue) kept memory and a file lease past the evaluation; a lease on a
+// read-only descriptor blocked root's writers 45 s; inode flags were set
+// through a read-only descriptor. Each exit code names the refusal missing.
+TEST(Harden, NoDescriptorPassingNoLeasesNoInodeFlags) {
+  const int rc = InChild([] {
+    if (!HardenCandidateProcess().ok()) return 10;
+    int sv[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) return 11;
+    const int mf = memfd_create("pkf-harden", MFD_CLOEXEC);
+    if (mf < 0) return 12;
+    alignas(cmsghdr) char buf[CMSG_SPACE(sizeof(int))] = {};
+    char x = 'x';
+    iovec io{&x, 1};
+    msghdr m{};
+    m.msg_iov = &io;
+    m.msg_iovlen = 1;
+    m.msg_control = buf;
+    m.msg_controllen = sizeof buf;
+    cmsghdr* c = CMSG_FIRSTHDR(&m);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(sizeof(int));
+    std::memcpy(CMSG_DATA(c), &mf, sizeof mf);
+    if (sendmsg(sv[0], &m, 0) >= 0 || errno != EPERM) return 13;
+    mmsghdr mm{};
+    mm.msg_hdr = m;
+    if (sendmmsg(sv[0], &mm, 1, 0) >= 0 || errno != EPERM) return 14;
+    // Bytes still go through the pair.
+    if (send(sv[0], "y", 1, 0) != 1) return 15;
+    // Leases and directory notifications, also with high bits in the command.
+    if (fcntl(mf, F_SETLEASE, F_RDLCK) == 0 || errno != EPERM) return 16;
+    if (syscall(SYS_fcntl, mf, (1ULL << 32) | F_SETLEASE, F_WRLCK) == 0 || errno != EPERM)
+      return 17;
+    if (fcntl(mf, F_NOTIFY, DN_MODIFY) == 0 || errno != EPERM) return 18;
+    // Inode flags and attributes (FS_IOC_GETFLAGS is refused with the rest
+    // of type 'f').
+    int flags = 0;
+    if (ioctl(mf, FS_IOC_GETFLAGS, &flags) == 0 || errno != EPERM) return 19;
+    if (ioctl(mf, FS_IOC_SETFLAGS, &flags) == 0 || errno != EPERM) return 20;
+    fsxattr fa{};
+    if (ioctl(mf, FS_IOC_FSSETXATTR, &fa) == 0 || errno != EPERM) return 21;
+    // Core scheduling cookies.
+    unsigned long cookie = 0;
+    if (prctl(PR_SCHED_CORE, 0 /*PR_SCHED_CORE_GET*/, 0, 0 /*PIDTYPE_PID*/, &cookie) == 0 ||
+        errno != EPERM)
+      return 22;
+    return 0;
+  });
+  EXPECT_EQ(rc, 0) << "a round-19 refusal is missing (exit code: see the test)";
+}
+
 TEST(Harden, NothingCanBeTypedIntoATerminal) {
   const int rc = InChild([] {
     const int master = posix_openpt(O_RDWR | O_NOCTTY);

@@ -14,11 +14,13 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <string_view>
 #include <thread>
 
+#include "common/unix_gc.h"
 #include "fmt/format.h"
 
 extern char** environ;
@@ -806,6 +808,10 @@ void RankPool::KillAndReapAll() {
     if (!any) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
+  // What the ranks left in flight in a unix-socket cycle (memory, files: no
+  // process holds them, the ranks' death frees nothing; common/unix_gc.h).
+  if (absl::Status gc = CollectUnixSocketGarbage(); !gc.ok())
+    fprintf(stderr, "pkforge: %s\n", std::string(gc.message()).c_str());
 }
 
 void RankPool::TrackProcesses() {

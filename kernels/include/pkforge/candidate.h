@@ -74,10 +74,13 @@ typedef struct pkf_context {
    that outlive a stop (timerfd_create, timer_create, setitimer, alarm,
    io_uring_setup, io_setup), socket() and datagram socket pairs (only
    socketpair(AF_UNIX, SOCK_STREAM or SOCK_SEQPACKET) stays; no bind,
-   connect, listen or accept), System V IPC (shmget, semget, msgget, ...),
-   POSIX message queues, perf_event_open, changes of file modes, owners,
-   times or extended attributes fail with EPERM on the host backend, and
-   the kernel's keyrings (add_key, request_key, keyctl) on both. On the host
+   connect, listen or accept, and no descriptors passed: sendmsg and
+   sendmmsg), System V IPC (shmget, semget, msgget, ...), POSIX message
+   queues, perf_event_open, file locks (flock, fcntl locks), changes of file
+   modes, owners, times, inode flags or extended attributes fail with EPERM
+   on the host backend, and the kernel's keyrings (add_key, request_key,
+   keyctl), file leases and notifications (F_SETLEASE, F_NOTIFY) and core
+   scheduling (PR_SCHED_CORE) on both. On the host
    backend files can be written only beneath the folders the judge names
    (none in a bare launch; the executor's private /tmp and /dev/shm), and
    read anywhere but /dev, where only null, zero, full, random, urandom and
