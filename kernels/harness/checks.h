@@ -122,6 +122,8 @@ class AntiCheat {
   // cuda: slow synchronizes after a call excused by a clean repeat of the
   // same call (OutlivedCheck).
   int linger_reruns_ = 0;
+  // Idle probes slower than the limit whose immediate repeat was not.
+  int idle_reruns_ = 0;
   RankPool* pool_;
   Outcome* out_;
 };

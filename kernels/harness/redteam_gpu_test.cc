@@ -161,6 +161,10 @@ TEST(RedTeamGpu, control_host_func) { Expect("control_host_func", Result::OK); }
 // stretch one synchronize; an honest naive candidate through a real executor
 // on the H100, 2026-12-05, read CHEAT outlived_call at 5.7 ms against the
 // 5 ms limit) is excused when the same call, made again, leaves nothing.
+// H100 (session 16): OK, but neither excuse named: the judge's idle probe
+// (an empty kernel in the reference's context, before the synchronize)
+// waited out the spin and its immediate repeat was clean, silently; that
+// excuse is now named in the detail too.
 TEST(RedTeamGpu, control_linger_once) {
   if (!HaveGpu()) GTEST_SKIP() << "no usable GPU";
   Result r;
@@ -168,7 +172,8 @@ TEST(RedTeamGpu, control_linger_once) {
   bool excused = false;
   for (const auto& c : r.cheat_checks())
     excused = excused || (c.check() == "outlived_call" &&
-                          c.detail().find("slow synchronize") != std::string::npos);
+                          (c.detail().find("slow synchronize") != std::string::npos ||
+                           c.detail().find("slow idle probe") != std::string::npos));
   EXPECT_TRUE(excused) << "the 20 ms spin was not seen: the test no longer exercises the rerun";
 }
 // The device-wide persisting-L2 set-aside shrinks the reference's cache.
