@@ -490,6 +490,44 @@ static int CmdIds(void) {
   return 0;
 }
 
+// gc-cycle PATH: opens PATH (a FIFO the test reads) for writing, puts that
+// descriptor and both ends of a socket pair into the pair's own queue
+// (SCM_RIGHTS) and closes all three: a unix-socket garbage cycle that no
+// process holds; the FIFO's reader sees no hang-up until it is collected.
+static int CmdGcCycle(const char* path) {
+  const int fd = open(path, O_WRONLY | O_CLOEXEC);
+  int sv[2];
+  if (fd < 0 || socketpair(AF_UNIX, SOCK_STREAM, 0, sv) != 0) {
+    printf("gc-cycle=%s\n", strerror(errno));
+    return 1;
+  }
+  const int fds[3] = {sv[0], sv[1], fd};
+  union {
+    char buf[CMSG_SPACE(sizeof fds)];
+    struct cmsghdr align;
+  } u;
+  memset(&u, 0, sizeof u);
+  char x = 'x';
+  struct iovec io = {&x, 1};
+  struct msghdr m;
+  memset(&m, 0, sizeof m);
+  m.msg_iov = &io;
+  m.msg_iovlen = 1;
+  m.msg_control = u.buf;
+  m.msg_controllen = sizeof u.buf;
+  struct cmsghdr* c = CMSG_FIRSTHDR(&m);
+  c->cmsg_level = SOL_SOCKET;
+  c->cmsg_type = SCM_RIGHTS;
+  c->cmsg_len = CMSG_LEN(sizeof fds);
+  memcpy(CMSG_DATA(c), fds, sizeof fds);
+  const int sent = sendmsg(sv[0], &m, 0) == 1;
+  close(sv[0]);
+  close(sv[1]);
+  close(fd);
+  printf("gc-cycle=%s\n", sent ? "OK" : strerror(errno));
+  return sent ? 0 : 1;
+}
+
 // exit N / signal N
 int main(int argc, char** argv) {
   if (argc < 2) return Usage();
@@ -521,6 +559,7 @@ int main(int argc, char** argv) {
   if (!strcmp(cmd, "sysv-write") && argc == 4) return CmdSysvWrite(atoi(argv[2]), argv[3]);
   if (!strcmp(cmd, "sysv-read") && argc == 3) return CmdSysvRead(atoi(argv[2]));
   if (!strcmp(cmd, "ids")) return CmdIds();
+  if (!strcmp(cmd, "gc-cycle") && argc == 3) return CmdGcCycle(argv[2]);
   if (!strcmp(cmd, "exit") && argc == 3) return atoi(argv[2]);
   if (!strcmp(cmd, "signal") && argc == 3) {
     raise(atoi(argv[2]));
