@@ -151,6 +151,8 @@ class RankPool {
  private:
   struct Segments;
   bool Cuda() const { return o_.backend == "cuda"; }
+  // The kernel's count of OOM kills (rank_pool.cc); -1 when unknown.
+  static int64_t OomKillCount();
   // Spawn's steps: the shared segments of both sides, then one rank process
   // (procs_[i]: reference ranks first).
   bool CreateSegments(const DataLayout& layout, uint64_t scratch_bytes, Segments* seg);
