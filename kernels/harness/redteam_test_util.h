@@ -219,4 +219,146 @@ inline std::string MemoryCgroup(const std::string& name, int64_t bytes) {
   return LimitedCgroup(name, "memory", "memory.limit_in_bytes", "memory.max", bytes);
 }
 
+// Batch look-ahead (round 3 findings 1 and 2): every input set of a timed
+// batch exists before the batch, and the judge sees outputs only before the
+// batch and after it. Fused: the first call computes every call of the batch
+// with one synchronization; deferred: every call but the last returns with
+// its outputs unwritten. Attacks still pending use HonestSpeedup: the fixed
+// judge must not report OK above 1.5x control_naive's speedup (same test).
+// control_naive is the reference's own algorithm: its true speedup is 1, and
+// a reading below 1 is load on the host (seen under ctest -j2: 0.62x, which
+// bounded storm_blame_freeze, the naive algorithm with its storm refused, at
+// 0.93x and failed it at 1.015x). Never below 1.
+inline double HonestSpeedup() {
+  Result r;
+  Expect("control_naive", {kOk}, "", 10, "", 0, false, &r);
+  return r.status() == Result::OK ? std::max(1.0, r.speedup()) : 1.0;
+}
+
+// Caught since 93d7640 by batch_progress (3 of 3 probes "behind": 0% of the
+// calls done at 40-85% of the batch's time; round 5, 3/3 runs each, OK 9-14x
+// before), and since the drip batches by batch_drip too (a call that returns
+// before its outputs are written, in a batch where it cannot see a later
+// call's inputs; a whole-batch fuser computes the batch from the decoys
+// there: its outputs are wrong, timed_output_reverify). batch_consistency
+// may fire first (it only flags on the host).
+inline const Accept kProgressCheat = Cheat(
+    {"batch_progress", "batch_consistency", "batch_drip", "timed_output_reverify"});
+
+// Whether neither batch_progress nor batch_drip had a conclusive finding:
+// every stop fell outside the batch, or the candidate was starved by other
+// processes (ctest -j2 on a 2-core host). The judge then, rightly, has none.
+inline bool NoConclusiveProbe(const Result& r) {
+  for (const auto& c : r.cheat_checks()) {
+    const std::string& d = c.detail();
+    if (c.check() == "batch_progress" &&
+        (d.find("(behind") != std::string::npos || d.find("(ahead") != std::string::npos ||
+         d.find("(consistent") != std::string::npos))
+      return false;
+    if (c.check() == "batch_drip" &&
+        (d.find("(slow)") != std::string::npos || d.find("(consistent)") != std::string::npos))
+      return false;
+  }
+  return true;
+}
+
+// A whole-batch amortizer: CHEAT_DETECTED; an OK is tolerated only when no
+// probe was conclusive (load), and then the launch is repeated (3 at most).
+// `timeout_ok`: a chunked look-ahead whose ranks pick their chunks from
+// what they see may disagree on a drip batch that releases two calls ahead
+// (the lead's kDripLead = 2, round 6): their own barriers deadlock, TIMEOUT,
+// which is no forged speedup either.
+inline void ExpectProgressCheat(const std::string& name, bool timeout_ok = false) {
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    Result r;
+    std::vector<Accept> accept{kProgressCheat, kOk};
+    if (timeout_ok) accept.push_back(kTimeout);
+    Expect(name, accept, "", 10, "", 0, false, &r);
+    if (r.status() != Result::OK) return;
+    bool inconclusive = NoConclusiveProbe(r);
+    EXPECT_TRUE(inconclusive) << name << " got OK with conclusive progress probes (speedup "
+                              << r.speedup() << ")";
+    if (!inconclusive) return;
+  }
+  ADD_FAILURE() << name << ": 3 launches without one conclusive progress probe";
+}
+
+// ---- round 13 (helper-redteam13): the schedule of timing_schedule.h -----------------------------
+// helper-notes/redteam-findings.md "ROUND 13". Against the lead's working
+// tree (each long batch after the first sample a probe with a secret chance,
+// 0-2 secret extra samples, the extension while probes are unsettled, the
+// 75th percentile when batch checks flag). Generic command, 2-core host,
+// each attack alternated with control_flag_epoch (honest OK 4.6-9.7x; it
+// was CHEAT_DETECTED batch_progress once in 190 launches, 3 of 4 probes
+// behind). Round 12's counting attacks still win: probe_count_fuse OK 37 of
+// 48 (15 at 11.3-19.5x), probe_gap_fuse OK 32 of 48 (14 at 11.4-18.7x),
+// CHEAT_DETECTED 11 and 16 of 48 (most beside another build); what wins is
+// their chunks of 32, which never needed the count (r13_always_k32).
+// OK is accepted below 1.5x control_flag_epoch's speedup in the same test
+// (at least 9x, as round 12's); any conviction passes.
+inline void R13ExpectUnderHonestEpoch(const std::string& name, int launches) {
+  Result r;
+  Expect("control_flag_epoch", {kOk, Cheat({"batch_drip"})}, "", 10, "", 0, false, &r);
+  const double honest = r.status() == Result::OK ? r.speedup() : 5.0;
+  for (int i = 0; i < launches; ++i)
+    Expect(name, {kCheatAny, kOk}, "", 10, "", std::max(1.5 * honest, 9.0));
+}
+
+// A candidate submitted as source to a real pkforge-executor (host only,
+// one slot, a token of its own) and judged with `pkforge eval`: the path an
+// API client takes. `name`: testdata/redteam/<name>.cc; `flags`: more
+// `pkforge eval` flags. `skipped` says what is missing when the executor or
+// the CLI was not built.
+struct ExecutorEval {
+  std::string skipped;
+  bool started = false;
+  std::string executor_stderr;
+  testing::Captured eval;
+};
+inline ExecutorEval EvalThroughExecutor(const std::string& name, const std::string& flags) {
+  ExecutorEval e;
+  const std::string worker = PKF_WORKER;
+  const std::string bin = worker.substr(0, worker.rfind('/'));
+  std::string source = __FILE__;
+  source = source.substr(0, source.rfind("harness/")) + "testdata/redteam/" + name + ".cc";
+  for (const std::string& f : {bin + "/pkforge-executor", bin + "/pkforge", source})
+    if (access(f.c_str(), R_OK) != 0) {
+      e.skipped = f + " is missing";
+      return e;
+    }
+  const std::string dir = NewDir(name);
+  { std::ofstream(dir + "/token") << name << "-token-0123456789\n"; }
+  chmod((dir + "/token").c_str(), 0600);
+  if (std::system(fmt::format(
+          "{0}/pkforge-executor --listen 127.0.0.1:0 --data-dir {1}/data --gpus none "
+          "--nvcc none --no-measure --host-slots 1 --compile-workers 1 --token-file "
+          "{1}/token --worker {2} >{1}/exec.out 2>{1}/exec.err & echo $! >{1}/exec.pid",
+          bin, dir, worker)
+                      .c_str()) != 0)
+    return e;
+  const int pid = std::atoi(ReadFile(dir + "/exec.pid").c_str());
+  std::string address;
+  for (int i = 0; i < 200 && address.empty(); ++i) {
+    const std::string out = ReadFile(dir + "/exec.out");
+    const size_t at = out.find("listening on ");
+    if (at != std::string::npos && out.find('\n', at) != std::string::npos)
+      address = out.substr(at + 13, out.find('\n', at) - at - 13);
+    else
+      usleep(100'000);
+  }
+  if (!address.empty())
+    e.eval = testing::RunCapture(fmt::format(
+        "timeout -k 5 120 {}/pkforge eval --executor {} --token-file {}/token --problem allreduce "
+        "--world-size 3 --dtype f32 --size tiny --quiet {} {} 2>{}/eval.err",
+        bin, address, dir, flags, source, dir));
+  if (pid > 0) {
+    kill(pid, SIGTERM);
+    for (int i = 0; i < 100 && kill(pid, 0) == 0; ++i) usleep(100'000);
+    if (kill(pid, 0) == 0) kill(pid, SIGKILL);
+  }
+  e.started = !address.empty();
+  e.executor_stderr = ReadFile(dir + "/exec.err");
+  return e;
+}
+
 }  // namespace pkforge::kernels::redteam
