@@ -15,6 +15,10 @@
 #   scripts/gpu-session.sh diag  the diagnosis alone
 #   scripts/gpu-session.sh fid   cuda fidelity at the default size with and without the
 #                                symmetry measures (reference filter, CPU wake-up hold)
+#   scripts/gpu-session.sh c     session 16's leftovers: control_linger_once (the idle
+#                                probe's excuse now named), the whole oracle test (only 65
+#                                of 126 jobs ever reached), the wake-gap diagnosis on the
+#                                copies that read 0.87-0.91 (broadcast, gather)
 # Each step has its own time limit; logs go to $OUT/logs.tgz (one file, rewritten after
 # every step, since a call returns few files and may be cut at its limit).
 # scripts/gpu-suite.sh is the whole suite for a GPU host of one's own.
@@ -153,6 +157,17 @@ if [[ "$PART" == fid ]]; then
   t fid_no_ref_filter 160 PKFORGE_REF_FILTER=0 $H $W
   t fid_no_wake_hold 160 PKFORGE_CPU_WAKE_HOLD=0 $H $W
   grep -H "^[a-z_]* *[0-9.]* *[0-9.]\|wake-up" /tmp/gpu-logs/logs/fid_*.log
+fi
+if [[ "$PART" == c ]]; then
+  t linger 60 $H $B/kernels/redteam_gpu_test --gtest_filter='*linger*'
+  grep -h "slow idle probe\|slow synchronize\|REDTEAM" /tmp/gpu-logs/logs/linger.log | cut -c1-300
+  for p in broadcast gather; do
+    t "diag_$p" 40 PKFORGE_TIMING_DIAG=1 $H $B/bin/pkforge-worker launch --problem $p \
+      --backend cuda --world-size 1 --dtype bf16 --size default --json \
+      $B/kernels/candidates/ref_cuda_$p.so
+    grep -h "^timing-diag" "/tmp/gpu-logs/logs/diag_$p.log" | sort | awk '{print $2, $4, $6, $8, $10}' | head -40
+  done
+  t oracle 300 $H $B/kernels/kernels_gpu_test --gtest_filter=*CudaReferenceMatchesHostOracle*
 fi
 if [[ "$PART" == 3 ]]; then
   t templates 250 $H $B/agent/kernel_templates_gpu_test
