@@ -1,5 +1,7 @@
 #include "agent/agent.h"
 
+#include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <thread>
 #include <vector>
@@ -60,6 +62,14 @@ absl::Status ValidateJobSpec(const v1::JobSpec& spec) {
   const v1::Strategy& s = a.strategy();
   if (s.n() < 0 || s.population() < 0 || s.top_k() < 0) {
     return Invalid("agent.strategy: n, population and top_k must be >= 0");
+  }
+  // A turn's candidates are written and evaluated together: best_of_n = 2^31-1
+  // allocated a turn that size and the orchestrator died of bad_alloc (API
+  // fuzzing, session 16).
+  if (s.n() > kMaxStrategyWidth || s.population() > kMaxStrategyWidth ||
+      s.top_k() > kMaxStrategyWidth) {
+    return Invalid(fmt::format("agent.strategy: n, population and top_k must be <= {}",
+                               kMaxStrategyWidth));
   }
   switch (a.kind()) {
     case v1::AGENT_KIND_LLM:
@@ -127,9 +137,15 @@ void RunConcurrently(int n, const std::function<void(int)>& fn) {
     fn(0);
     return;
   }
+  // At most kMaxConcurrentWorks threads, each taking the next index.
+  std::atomic<int> next{0};
+  const int threads_n = std::min(n, kMaxConcurrentWorks);
   std::vector<std::thread> threads;
-  threads.reserve(n);
-  for (int i = 0; i < n; ++i) threads.emplace_back([&fn, i] { fn(i); });
+  threads.reserve(static_cast<size_t>(threads_n));
+  for (int t = 0; t < threads_n; ++t)
+    threads.emplace_back([&] {
+      for (int i = next.fetch_add(1); i < n; i = next.fetch_add(1)) fn(i);
+    });
   for (auto& t : threads) t.join();
 }
 

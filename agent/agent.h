@@ -167,8 +167,13 @@ class Agent {
   virtual absl::StatusOr<AgentResult> Run() = 0;
 };
 
+// The most candidates one turn may hold: strategy n (best_of_n), population
+// and top_k (tree) above it are refused.
+inline constexpr int kMaxStrategyWidth = 64;
+
 // Checks the parts of a spec the agent relies on (problem, backend, world
-// size, agent kind and its settings, at least one budget limit).
+// size, agent kind and its settings, at least one budget limit, a strategy
+// no wider than kMaxStrategyWidth).
 absl::Status ValidateJobSpec(const v1::JobSpec& spec);
 
 // Makes the agent of spec.agent.kind. INVALID_ARGUMENT for a bad spec or env.

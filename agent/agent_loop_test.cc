@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "agent/agent.h"
+#include "agent/job_context.h"
 #include "agent/testing/fake_evaluator.h"
 #include "agent/testing/fake_http_server.h"
 #include "agent/testing/recording_sink.h"
@@ -625,6 +626,28 @@ TEST_F(AgentLoopTest, CanaryKeyAppearsInNoLogLineAndNoRecordedEntry) {
   EXPECT_NE(log.str().find("LLM call"), std::string::npos) << log.str();
   EXPECT_EQ(log.str().find(canary), std::string::npos) << log.str();
   std::filesystem::remove(log_path);
+}
+
+// A turn's works on a bounded number of threads (a best_of_n of 2^31-1
+// started one thread per candidate before the strategy was capped: API
+// fuzzing, session 16): every index runs exactly once, never more than
+// kMaxConcurrentWorks at a time.
+TEST(RunConcurrently, EveryIndexOnceOnAtMostTheBoundOfThreads) {
+  constexpr int kN = 200;
+  std::vector<std::atomic<int>> runs(kN);
+  std::atomic<int> now{0}, most{0};
+  internal::RunConcurrently(kN, [&](int i) {
+    const int in = now.fetch_add(1) + 1;
+    int prev = most.load();
+    while (in > prev && !most.compare_exchange_weak(prev, in)) {
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+    runs[static_cast<size_t>(i)].fetch_add(1);
+    now.fetch_sub(1);
+  });
+  for (int i = 0; i < kN; ++i) EXPECT_EQ(runs[static_cast<size_t>(i)].load(), 1) << i;
+  EXPECT_LE(most.load(), internal::kMaxConcurrentWorks);
+  EXPECT_GT(most.load(), 1);
 }
 
 }  // namespace

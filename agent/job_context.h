@@ -162,8 +162,10 @@ absl::StatusOr<std::unique_ptr<Agent>> MakeLlmAgent(AgentEnv env, AgentOptions o
 absl::StatusOr<std::unique_ptr<Agent>> MakeSearchAgent(AgentEnv env, AgentOptions options);
 absl::StatusOr<std::unique_ptr<Agent>> MakeReplayAgent(AgentEnv env, AgentOptions options);
 
-// Runs fn(i) for i in [0, n): inline when n == 1, else one thread each,
-// joined before returning.
+// Runs fn(i) for i in [0, n): inline when n == 1, else on up to
+// kMaxConcurrentWorks threads (each takes the next i), joined before
+// returning.
+inline constexpr int kMaxConcurrentWorks = 16;
 void RunConcurrently(int n, const std::function<void(int)>& fn);
 
 }  // namespace pkforge::agent::internal

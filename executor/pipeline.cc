@@ -25,7 +25,7 @@
 #include "common/sha256.h"
 #include "common/status.h"
 #include "executor/gpu_health.h"
-#include "executor/log_text.h"
+#include "common/log_text.h"
 #include "google/protobuf/util/json_util.h"
 #include "kernels/harness/eval_validation.h"
 #include "kernels/harness/problem.h"

@@ -14,7 +14,7 @@
 
 #include "executor/device_queue.h"
 #include "executor/gpu_health.h"
-#include "executor/log_text.h"
+#include "common/log_text.h"
 #include "executor/runtime.h"
 
 namespace pkforge::executor {

@@ -8,7 +8,7 @@
 #include "absl/time/time.h"
 #include "common/grpc_status.h"
 #include "common/ids.h"
-#include "executor/log_text.h"
+#include "common/log_text.h"
 #include "kernels/harness/problem_info.h"
 #include "spdlog/spdlog.h"
 

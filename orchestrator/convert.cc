@@ -3,7 +3,9 @@
 #include <google/protobuf/util/json_util.h>
 
 #include <cmath>
+#include <utility>
 
+#include "common/log_text.h"
 #include "common/status.h"
 #include "fmt/format.h"
 
@@ -63,6 +65,18 @@ absl::Status ValidateJobSpecFields(const v1::JobSpec& spec, const kernels::EvalL
   RETURN_IF_ERROR(CheckLength("spec.agent.llm.base_url", a.llm().base_url(), kMaxBaseUrlBytes));
   RETURN_IF_ERROR(CheckLength("spec.agent.llm.api_key_env", a.llm().api_key_env(),
                               kMaxEnvNameBytes));
+  // Printed by `pkforge jobs` and `show` and logged: a control character
+  // would forge table rows or rewrite the reader's terminal (API fuzzing,
+  // session 16), as the executor already refuses for client_tag.
+  for (const auto& [field, value] :
+       {std::pair<const char*, const std::string*>{"spec.label", &spec.label()},
+        {"spec.agent.llm.model", &a.llm().model()}}) {
+    if (auto ctl = FirstControlCharacter(*value)) {
+      return absl::InvalidArgumentError(fmt::format(
+          "{}: control character U+{:04X} at byte {} (one line of printable text expected)",
+          field, ctl->code_point, ctl->offset));
+    }
+  }
   if (spec.size().size_case() == v1::SizeSpec::kPreset) {
     RETURN_IF_ERROR(CheckLength("spec.size.preset", spec.size().preset(), kernels::kMaxNameBytes));
   }

@@ -691,6 +691,7 @@ absl::StatusOr<agent::EvaluationOutcome> ExecutorPool::Evaluate(
   const int64_t start_mono = clock->NowMonotonicMicros();
   std::vector<ExecutorPtr> tried;
   absl::Status last_error;
+  int busy_answers = 0;  // RESOURCE_EXHAUSTED: the executor's max_in_flight reached
   for (int attempt = 0; attempt <= options_.evaluation_retries; ++attempt) {
     // Dispatch: wait (bounded by the job's budget) for an executor.
     absl::StatusOr<ExecutorPtr> picked = WaitForExecutor(
@@ -735,6 +736,23 @@ absl::StatusOr<agent::EvaluationOutcome> ExecutorPool::Evaluate(
       if (result) ++e.completed;
       // A drained executor leaves once its last evaluation is back.
       if (e.draining && e.in_flight == 0) ReapDrainedLocked();
+    }
+    // Back-pressure, not a loss and not an answer about the request: the
+    // executor holds max_in_flight evaluations (other clients', or more of
+    // this orchestrator's than it had slots for). Wait and send it again, to
+    // any executor, bounded by the job's budget; it never counts as a retry.
+    // (API fuzzing, session 16: a replay job's candidate was dropped as "no
+    // result" and the job ended SUCCEEDED with 0 evaluations.)
+    if (!result && status.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED) {
+      tried.pop_back();
+      --attempt;
+      const int64_t wait_us = std::min<int64_t>(int64_t{20'000} << std::min(busy_answers, 6),
+                                                2'000'000);
+      if (busy_answers++ == 0)
+        spdlog::info("executor {} busy ({}); waiting for a free slot", e.endpoint.address,
+                     status.error_message());
+      if (absl::Status st = cancel.SleepFor(wait_us); !st.ok()) return st;
+      continue;
     }
     if (result && status.ok()) {
       agent::EvaluationOutcome out;

@@ -27,6 +27,7 @@ namespace pkforge::orchestrator {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 using testing::ChildProcess;
 using testing::FakeExecutor;
 
@@ -537,5 +538,65 @@ TEST_F(FaultsTest, FailedJobsFinalEventCarriesTheReason) {
   EXPECT_NE(all.back().state_changed().reason(), "failed");
 }
 
+
+// API fuzzing (session 16): an executor at its max_in_flight answers
+// RESOURCE_EXHAUSTED; the orchestrator took that as the evaluation's end
+// ("no result"), and the job ended SUCCEEDED with 0 evaluations. Busy is
+// back-pressure: the evaluation waits and goes out again.
+TEST_F(FaultsTest, ABusyExecutorMakesEvaluationsWaitNotDisappear) {
+  testing::FakeExecutorOptions o;
+  o.delay_ms = 5;
+  o.busy_first = 3;
+  auto exec = FakeExecutor::Start(o);
+  ASSERT_TRUE(exec.ok()) << exec.status();
+  Start(Config((*exec)->address()));
+  v1::JobSpec s = testing::SearchSpec(0, 60);
+  s.mutable_budget()->set_max_evaluations(0);
+  s.mutable_agent()->set_kind(v1::AGENT_KIND_REPLAY);
+  for (int i = 0; i < 2; ++i) {
+    auto* src = s.mutable_agent()->add_replay_sources();
+    src->set_name("k" + std::to_string(i) + ".cc");
+    src->set_source("// candidate " + std::to_string(i) + "\n");
+  }
+  auto job = Submit(stub_.get(), s);
+  ASSERT_TRUE(job.ok()) << job.status();
+  auto done = testing::WaitForEnd(stub_.get(), job->id(), 30);
+  ASSERT_TRUE(done.ok()) << done.status();
+  EXPECT_EQ(done->state(), v1::JOB_STATE_SUCCEEDED) << done->stop_reason();
+  EXPECT_EQ(done->evaluations(), 2);
+  EXPECT_EQ((*exec)->busy_answers(), 3);
+  for (const v1::Event& e : AllEvents(stub_.get(), job->id())) {
+    if (e.has_evaluation_finished()) {
+      EXPECT_THAT(e.evaluation_finished().message(), Not(HasSubstr("no result")));
+    }
+  }
+}
+
+// API fuzzing (session 16): a cancel that came while a replay job's last
+// candidate was being evaluated ended the job SUCCEEDED ("nothing left to
+// try"): the replay agent finished as exhausted. A cancel that arrived
+// before the job ended always wins.
+TEST_F(FaultsTest, ACancelDuringTheLastEvaluationEndsTheJobCancelled) {
+  auto exec = FakeExecutor::Start({.delay_ms = 5});
+  ASSERT_TRUE(exec.ok()) << exec.status();
+  Start(Config((*exec)->address()));
+  v1::JobSpec s = testing::SearchSpec(0, 60);
+  s.mutable_budget()->set_max_evaluations(0);
+  s.mutable_agent()->set_kind(v1::AGENT_KIND_REPLAY);
+  auto* src = s.mutable_agent()->add_replay_sources();
+  src->set_name("held.cc");
+  src->set_source("// FAKE_HOLD: runs until released or cancelled\n");
+  auto job = Submit(stub_.get(), s);
+  ASSERT_TRUE(job.ok()) << job.status();
+  ASSERT_TRUE(Follow(stub_.get(), job->id(), 0,
+                     [](const v1::Event& e) { return e.has_evaluation_started(); }, 20)
+                  .matched);
+  auto cancelled = CancelJob(stub_.get(), job->id(), "stop now");
+  ASSERT_TRUE(cancelled.ok()) << cancelled.status();
+  auto done = testing::WaitForEnd(stub_.get(), job->id(), 30);
+  ASSERT_TRUE(done.ok()) << done.status();
+  EXPECT_EQ(done->state(), v1::JOB_STATE_CANCELLED) << done->stop_reason();
+  EXPECT_EQ(done->stop_reason(), "cancelled: stop now");
+}
 }  // namespace
 }  // namespace pkforge::orchestrator

@@ -97,6 +97,11 @@ absl::StatusOr<v1::JobSpec> JobManager::Admit(const v1::JobSpec& request_spec) c
                                    agent::kMaxCandidateBytes));
       if (src.name().size() > 256)
         return Invalid("spec.agent.replay_sources.name", "longer than 256 characters");
+      // Accepted empty, it failed the job in storage later and the sources
+      // after it never ran (API fuzzing, session 16).
+      if (src.source().empty())
+        return Invalid("spec.agent.replay_sources",
+                       fmt::format("'{}' has an empty source", Echo(src.name())));
     }
     if (a->replay_sources().empty()) {
       if (a->replay_dir().empty())
@@ -113,14 +118,16 @@ absl::StatusOr<v1::JobSpec> JobManager::Admit(const v1::JobSpec& request_spec) c
                                      ? a->replay_dir()
                                      : std::string(root) + "/" + a->replay_dir();
       const std::string r = root;
+      // One answer for "missing" and "outside the root": two would tell a
+      // client which paths exist on this host (API fuzzing, session 16).
       struct stat st;
-      if (realpath(wanted.c_str(), real) == nullptr || stat(real, &st) != 0 || !S_ISDIR(st.st_mode))
-        return Invalid("spec.agent.replay_dir",
-                       fmt::format("'{}' is not a directory under the replay root", Echo(a->replay_dir())));
-      const std::string resolved = real;
-      if (resolved != r && resolved.rfind(r + "/", 0) != 0)
+      const bool found = realpath(wanted.c_str(), real) != nullptr;
+      const std::string resolved = found ? real : "";
+      if (!found || (resolved != r && resolved.rfind(r + "/", 0) != 0) ||
+          stat(real, &st) != 0 || !S_ISDIR(st.st_mode))
         return absl::PermissionDeniedError(fmt::format(
-            "spec.agent.replay_dir: '{}' resolves outside the replay root", Echo(a->replay_dir())));
+            "spec.agent.replay_dir: '{}' is not a directory under the replay root",
+            Echo(a->replay_dir())));
       a->set_replay_dir(resolved);
     }
   }

@@ -1,5 +1,7 @@
 #include "orchestrator/job_manager.h"
 
+#include <google/protobuf/util/message_differencer.h>
+
 #include <algorithm>
 #include <chrono>
 #include <optional>
@@ -94,6 +96,22 @@ JobManager::~JobManager() { Shutdown("shutdown", 1e9); }
 
 // ----------------------------------------------------------------- submit
 
+// A repeat of a submission must be the same submission: the job its id
+// already names, when the spec (admitted as the first one was) is the same;
+// ALREADY_EXISTS otherwise. (API fuzzing, session 16: a different spec
+// under a used id got the old job with OK, the new spec silently dropped.)
+absl::StatusOr<v1::Job> JobManager::Repeat(const std::string& id,
+                                           const v1::SubmitJobRequest& request) {
+  ASSIGN_OR_RETURN(v1::Job prior, Get(id));
+  absl::StatusOr<v1::JobSpec> admitted = Admit(request.spec());
+  if (admitted.ok() &&
+      google::protobuf::util::MessageDifferencer::Equals(*admitted, prior.spec()))
+    return prior;
+  return absl::AlreadyExistsError(fmt::format(
+      "client_request_id: already used for job {} with a different spec{}", id,
+      admitted.ok() ? "" : " (and this one is invalid: " + admitted.status().ToString() + ")"));
+}
+
 absl::StatusOr<v1::Job> JobManager::Submit(const v1::SubmitJobRequest& request) {
   const std::string& rid = request.client_request_id();
   if (rid.size() > 256) return Invalid("client_request_id", "longer than 256 characters");
@@ -107,7 +125,7 @@ absl::StatusOr<v1::Job> JobManager::Submit(const v1::SubmitJobRequest& request) 
       if (it != request_ids_.end()) {
         const std::string id = it->second;
         lock.unlock();
-        if (!id.empty()) return Get(id);
+        if (!id.empty()) return Repeat(id, request);
         // A concurrent first call is still storing the job.
         return absl::AbortedError(
             "client_request_id: a submission with this id is in progress; retry");
@@ -138,7 +156,7 @@ absl::StatusOr<v1::Job> JobManager::Submit(const v1::SubmitJobRequest& request) 
       release();
       return Annotate(prior.status(), "looking up client_request_id");
     }
-    if (prior->has_value()) return Get(**prior);
+    if (prior->has_value()) return Repeat(**prior, request);
   }
   absl::StatusOr<v1::JobSpec> admitted = Admit(request.spec());
   if (!admitted.ok()) {
@@ -374,7 +392,14 @@ void JobManager::RunJob(std::shared_ptr<Job> job) {
       env.clock = options_.clock;
       env.llm_api_key = job->llm_api_key;
       auto agent = agent::MakeAgent(std::move(env), options_.agent);
-      result = agent.ok() ? (*agent)->Run() : agent.status();
+      // An exception out of an agent ends this job, not the orchestrator
+      // (this thread is detached: it would terminate the process and every
+      // other job with it).
+      try {
+        result = agent.ok() ? (*agent)->Run() : agent.status();
+      } catch (const std::exception& ex) {
+        result = absl::InternalError(fmt::format("the agent failed: {}", ex.what()));
+      }
       if (result.ok() && !result->best_candidate_sha256.empty() &&
           !job->cancel.ExplicitlyCancelled()) {
         // The job's result is one fresh measurement of the agent's choice,
@@ -408,7 +433,11 @@ void JobManager::RunJob(std::shared_ptr<Job> job) {
     if (shutdown) {
       final_state = v1::JOB_STATE_INTERRUPTED;
       reason = error = shutdown_reason_;
-    } else if (cancelled && (!result.ok() || result->stop == agent::StopReason::kCancelled)) {
+    } else if (cancelled) {
+      // A cancel that came before the job ended wins, whatever the agent
+      // made of it: a replay agent whose last evaluation the cancel cut
+      // short ended "nothing left to try", and the job read SUCCEEDED (API
+      // fuzzing, session 16).
       final_state = v1::JOB_STATE_CANCELLED;
       reason = job->cancel_reason.empty() ? "cancelled" : "cancelled: " + job->cancel_reason;
     } else if (result.ok()) {

@@ -113,6 +113,8 @@ class JobManager {
   // resolved (the named provider's kind, URL and key variable; a replay
   // directory's real path under the replay root), after every check.
   absl::StatusOr<v1::JobSpec> Admit(const v1::JobSpec& spec) const;
+  // The answer to a submission whose client_request_id already names job `id`.
+  absl::StatusOr<v1::Job> Repeat(const std::string& id, const v1::SubmitJobRequest& request);
 
  private:
   absl::Status ValidateResolved(const v1::JobSpec& spec) const;

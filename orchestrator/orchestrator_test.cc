@@ -378,6 +378,31 @@ TEST_F(OrchestratorTest, InvalidSubmissionsNameTheField) {
        absl::StatusCode::kPermissionDenied, "spec.agent.replay_dir"},
       {"trials", [](v1::JobSpec& s) { s.mutable_eval()->set_trials(1000); },
        absl::StatusCode::kInvalidArgument, "spec.eval.trials"},
+      // API fuzzing, session 16: best_of_n n = 2^31-1 killed the orchestrator
+      // (bad_alloc on the job's thread); control characters in the label
+      // and model were printed raw by `pkforge jobs`; an empty replay source
+      // failed the job in storage after admission.
+      {"best_of_n too wide", [](v1::JobSpec& s) {
+         s = testing::LlmSpec("test");
+         s.mutable_agent()->mutable_strategy()->set_kind(v1::STRATEGY_BEST_OF_N);
+         s.mutable_agent()->mutable_strategy()->set_n(2147483647);
+       }, absl::StatusCode::kInvalidArgument, "agent.strategy"},
+      {"tree too wide", [](v1::JobSpec& s) {
+         s = testing::LlmSpec("test");
+         s.mutable_agent()->mutable_strategy()->set_kind(v1::STRATEGY_TREE);
+         s.mutable_agent()->mutable_strategy()->set_top_k(65);
+       }, absl::StatusCode::kInvalidArgument, "agent.strategy"},
+      {"label with an escape", [](v1::JobSpec& s) { s.set_label("ok\x1b[2J\nforged row"); },
+       absl::StatusCode::kInvalidArgument, "spec.label"},
+      {"model with a newline", [](v1::JobSpec& s) {
+         s = testing::LlmSpec("test");
+         s.mutable_agent()->mutable_llm()->set_model("m\nx");
+       }, absl::StatusCode::kInvalidArgument, "spec.agent.llm.model"},
+      {"empty replay source", [](v1::JobSpec& s) {
+         s.mutable_agent()->set_kind(v1::AGENT_KIND_REPLAY);
+         auto* src = s.mutable_agent()->add_replay_sources();
+         src->set_name("empty.cc");
+       }, absl::StatusCode::kInvalidArgument, "spec.agent.replay_sources"},
   };
   for (const auto& c : cases) {
     v1::JobSpec spec = testing::SearchSpec();
@@ -401,6 +426,13 @@ TEST_F(OrchestratorTest, ClientRequestIdMakesSubmitIdempotent) {
   ASSERT_TRUE(testing::WaitForEnd(stub_.get(), a->id(), 20).ok());
   ASSERT_TRUE(testing::WaitForEnd(stub_.get(), c->id(), 20).ok());
   EXPECT_EQ(Count(db(), "SELECT COUNT(*) FROM jobs"), 2);
+  // The same id with another spec is not the same submission (API fuzzing,
+  // session 16: it got job a with OK and the new spec was dropped).
+  auto d = Submit(testing::SearchSpec(5), "req-1");
+  ASSERT_FALSE(d.ok());
+  EXPECT_EQ(d.status().code(), absl::StatusCode::kAlreadyExists) << d.status();
+  EXPECT_THAT(std::string(d.status().message()), HasSubstr(a->id()));
+  EXPECT_EQ(Count(db(), "SELECT COUNT(*) FROM jobs"), 2);
 }
 
 // The key is stored with the job, so a new orchestrator on the same database
@@ -416,8 +448,14 @@ TEST_F(OrchestratorTest, ClientRequestIdSurvivesARestart) {
   orch_.reset();
 
   StartOrchestrator();
-  // A different spec does not matter: the key alone identifies the job.
-  auto again = Submit(testing::SearchSpec(5), "req-1");
+  // A different spec under the key is refused, naming the job (it was
+  // answered with the first job and dropped until session 16's API fuzzing);
+  // the same spec gets the first job.
+  auto other = Submit(testing::SearchSpec(5), "req-1");
+  ASSERT_FALSE(other.ok());
+  EXPECT_EQ(other.status().code(), absl::StatusCode::kAlreadyExists);
+  EXPECT_THAT(std::string(other.status().message()), HasSubstr(a->id()));
+  auto again = Submit(testing::SearchSpec(2), "req-1");
   ASSERT_TRUE(again.ok()) << again.status();
   EXPECT_EQ(again->id(), a->id());
   EXPECT_EQ(again->state(), v1::JOB_STATE_SUCCEEDED);
@@ -726,6 +764,17 @@ TEST_F(OrchestratorTest, ReplayReadsNoHostFileOutsideTheOperatorsRoot) {
     ASSERT_FALSE(r.ok()) << d;
     EXPECT_THAT(std::string(r.status().message()), HasSubstr("spec.agent.replay_dir")) << d;
   }
+  // One answer for a path outside the root that exists and for one that
+  // does not (two told a client which paths exist: API fuzzing, session 16).
+  auto exists = Submit(replay_dir(outside));
+  auto missing = Submit(replay_dir(dir_ + "/no-such-dir"));
+  ASSERT_FALSE(exists.ok());
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(exists.status().code(), missing.status().code());
+  EXPECT_THAT(std::string(missing.status().message()),
+              HasSubstr("is not a directory under the replay root"));
+  EXPECT_THAT(std::string(exists.status().message()),
+              HasSubstr("is not a directory under the replay root"));
   // Inside the root: the regular file is evaluated, the symlink to the
   // secret is never read.
   auto job = Submit(replay_dir("cands"));

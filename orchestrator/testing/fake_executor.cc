@@ -1,5 +1,6 @@
 #include "orchestrator/testing/fake_executor.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -117,6 +118,10 @@ class FakeExecutor::Service final : public v1::Executor::Service {
     if (!o_.refuse_evaluations.empty()) {
       return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, o_.refuse_evaluations);
     }
+    if (busy_.fetch_add(1) < o_.busy_first) {
+      return grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                          "executor busy: evaluations in flight (max_in_flight)");
+    }
     const int now_in = in_flight_.fetch_add(1) + 1;
     int prev = max_in_flight_.load();
     while (now_in > prev && !max_in_flight_.compare_exchange_weak(prev, now_in)) {
@@ -202,6 +207,7 @@ class FakeExecutor::Service final : public v1::Executor::Service {
   FakeExecutorOptions o_;
   std::atomic<int> delay_ms_;
   std::atomic<int> started_{0};
+  std::atomic<int> busy_{0};
   std::atomic<int> finished_{0};
   std::atomic<int> in_flight_{0};
   std::atomic<int> max_in_flight_{0};
@@ -239,6 +245,9 @@ void FakeExecutor::Shutdown() {
 }
 
 int FakeExecutor::evaluations_started() const { return service_->started_.load(); }
+int FakeExecutor::busy_answers() const {
+  return std::min(service_->busy_.load(), service_->o_.busy_first);
+}
 int FakeExecutor::evaluations_finished() const { return service_->finished_.load(); }
 int FakeExecutor::max_in_flight() const { return service_->max_in_flight_.load(); }
 void FakeExecutor::set_delay_ms(int ms) { service_->delay_ms_.store(ms); }

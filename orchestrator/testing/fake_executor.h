@@ -41,6 +41,9 @@ struct FakeExecutorOptions {
   // Non-empty: every Evaluate is refused with INVALID_ARGUMENT and this
   // message, as an executor refuses a configuration it never runs.
   std::string refuse_evaluations;
+  // The first `busy_first` Evaluate calls are refused with RESOURCE_EXHAUSTED
+  // "executor busy", as a real executor at its max_in_flight answers.
+  int busy_first = 0;
   int64_t gpu_memory_bytes = 0;  // GpuInfo.memory_bytes of every fake GPU (0 = unknown)
   std::string tls_cert, tls_key;  // PEM files: serve TLS (both or neither)
 };
@@ -56,6 +59,7 @@ class FakeExecutor {
   int port() const { return port_; }
   std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
   int evaluations_started() const;
+  int busy_answers() const;  // RESOURCE_EXHAUSTED answers given (busy_first)
   int evaluations_finished() const;
   int max_in_flight() const;
   void set_delay_ms(int ms);

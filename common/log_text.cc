@@ -1,10 +1,10 @@
-#include "executor/log_text.h"
+#include "common/log_text.h"
 
 #include <algorithm>
 
 #include "fmt/format.h"
 
-namespace pkforge::executor {
+namespace pkforge {
 
 namespace {
 
@@ -62,4 +62,4 @@ std::string LogSafe(std::string_view s, size_t max_bytes) {
   return out;
 }
 
-}  // namespace pkforge::executor
+}  // namespace pkforge

@@ -1,4 +1,4 @@
-// Client text in the executor's log and error messages.
+// Client text in the daemons' logs and error messages.
 //
 // Strings a client chooses (client_tag, ...) end up in log lines. A newline
 // or other control character in them would let a client forge log lines
@@ -19,7 +19,7 @@
 #include <string>
 #include <string_view>
 
-namespace pkforge::executor {
+namespace pkforge {
 
 struct ControlCharacter {
   size_t offset = 0;       // byte offset in the string
@@ -34,4 +34,4 @@ std::optional<ControlCharacter> FirstControlCharacter(std::string_view s);
 // always one line.
 std::string LogSafe(std::string_view s, size_t max_bytes = 256);
 
-}  // namespace pkforge::executor
+}  // namespace pkforge
