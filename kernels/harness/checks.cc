@@ -8,6 +8,7 @@
 
 #include "common/stats.h"
 #include "fmt/format.h"
+#include "kernels/harness/containment.h"
 #include "kernels/harness/protocol.h"
 #include "kernels/harness/shm.h"
 
@@ -41,9 +42,40 @@ constexpr double kBatchCheat = 2.0;
 
 }  // namespace
 
+namespace {
+
+// The first thread of `pid` other than its leader that is not blocked in a
+// system call while the process is stopped (/proc/.../syscall: a stopped
+// thread shows the call it sleeps in, "-1 ..." when it was stopped in user
+// space, "running" when not stopped), or 0 when every one is.
+int UnblockedHelper(int pid) {
+  for (int tid : ThreadIds(pid)) {
+    if (tid == pid) continue;
+    std::ifstream f(fmt::format("/proc/{}/task/{}/syscall", pid, tid));
+    std::string nr;
+    if (!(f >> nr)) continue;  // exited meanwhile
+    if (nr == "running" || nr.empty() || nr[0] == '-') return tid;
+  }
+  return 0;
+}
+
+}  // namespace
+
 bool AntiCheat::ThreadCheck(const std::string& when) {
+  const bool first = first_thread_check_;
+  first_thread_check_ = false;
   for (RankProc* p : pool_->cands()) {
     const int threads = CountThreads(p->pid);
+    // A pool or an OpenMP team the first call started and left idle is a
+    // helper like one pkf_setup started (red team round 20 r20_control_
+    // lazy_pool, r20_control_openmp_lazy: CHEAT_DETECTED 9 of 9 each): it
+    // becomes the baseline when every thread but the leader is blocked in a
+    // system call. Only after the first call: a thread that a later call
+    // leaves behind is convicted as before (threads_at_call_time).
+    if (first && threads > p->baseline_threads && UnblockedHelper(p->pid) == 0) {
+      first_call_threads_ += threads - p->baseline_threads;
+      p->baseline_threads = threads;
+    }
     if (threads > p->baseline_threads) {
       const std::string d = fmt::format(
           "{}: candidate rank {} has {} threads after the call, {} after setup (work may "
@@ -214,8 +246,13 @@ bool AntiCheat::OutlivedCheck(int slot, v1::Phase phase, const std::string& when
   }
   out_->AddCheck(
       "outlived_call", true, false,
-      fmt::format("no thread or process outlived a call{}{}{}",
+      fmt::format("no thread or process outlived a call{}{}{}{}",
                   Cuda() ? "; the GPU idle and outputs stable after each call" : "",
+                  first_call_threads_ == 0
+                      ? ""
+                      : fmt::format(" ({} thread(s) the first call started, idle after it, "
+                                    "kept as helpers)",
+                                    first_call_threads_),
                   linger_reruns_ == 0
                       ? ""
                       : fmt::format(" ({} slow synchronize(s) after a call, each clean when "

@@ -70,7 +70,10 @@ class AntiCheat {
   void StaticScan(const std::vector<std::string>& problem_forbidden);
   void IsolationCheck();
 
-  // After a candidate call, while its processes are frozen.
+  // After a candidate call, while its processes are frozen. Threads beyond
+  // those after pkf_setup convict, except after the very first call, where
+  // new threads all blocked in a system call (a pool or an OpenMP team
+  // started on first use, idle) become the baseline instead.
   bool ThreadCheck(const std::string& when);
   bool ProcessCheck(const std::string& when);
   bool IdleCheck(v1::Phase phase, const std::string& when);
@@ -122,6 +125,8 @@ class AntiCheat {
   // cuda: slow synchronizes after a call excused by a clean repeat of the
   // same call (OutlivedCheck).
   int linger_reruns_ = 0;
+  bool first_thread_check_ = true;
+  int first_call_threads_ = 0;  // threads the first call started, accepted as idle helpers
   // Idle probes slower than the limit whose immediate repeat was not.
   int idle_reruns_ = 0;
   RankPool* pool_;

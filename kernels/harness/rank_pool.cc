@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
@@ -184,7 +185,9 @@ void RankPool::Crash(RankProc* p, v1::Phase phase) {
 void RankPool::Timeout(const std::vector<RankProc*>& stuck, v1::Phase phase) {
   v1::TimeoutInfo* t = out_->result().mutable_timeout();
   t->set_phase(phase);
-  t->set_limit_s(o_.timeout_s);
+  t->set_limit_s(phase_limit_s_);
+  // The limit that applied, rounded for people (teardown has its own).
+  const double limit = std::round(phase_limit_s_ * 10) / 10;
   bool deadlock = false;
   std::string names, waiting, working;
   for (RankProc* p : stuck) {
@@ -198,7 +201,7 @@ void RankPool::Timeout(const std::vector<RankProc*>& stuck, v1::Phase phase) {
     f->set_rank(p->rank);
     f->set_phase(phase);
     f->set_error(fmt::format("{} rank {} gave no reply within {} s ({})",
-                             p->ref ? "reference" : "candidate", p->rank, o_.timeout_s,
+                             p->ref ? "reference" : "candidate", p->rank, limit,
                              in_barrier ? "waiting in the barrier"
                              : c->in_run[p->rank].load()
                                  ? (p->ref ? "inside the reference's code" : "inside the candidate's code")
@@ -215,7 +218,7 @@ void RankPool::Timeout(const std::vector<RankProc*>& stuck, v1::Phase phase) {
   for (RankProc* p : stuck) ref_stuck = ref_stuck || p->ref;
   if (ref_stuck) {
     out_->HarnessFault(fmt::format("reference ranks {} gave no reply within {} s in {}", names,
-                                   o_.timeout_s, v1::Phase_Name(phase)));
+                                   limit, v1::Phase_Name(phase)));
     return;
   }
   std::string why;
@@ -231,9 +234,9 @@ void RankPool::Timeout(const std::vector<RankProc*>& stuck, v1::Phase phase) {
     why += fmt::format("; the timing phase runs the reference's and the candidate's batches "
                        "under one {} s limit, which a slow size can use up without any hang "
                        "(raise --timeout)",
-                       o_.timeout_s);
+                       limit);
   out_->End(Result::TIMEOUT, fmt::format("timeout in {} after {} s; stuck ranks {}{}",
-                                         v1::Phase_Name(phase), o_.timeout_s, names, why));
+                                         v1::Phase_Name(phase), limit, names, why));
 }
 
 bool RankPool::Collect(const std::vector<RankProc*>& procs, uint32_t op, v1::Phase phase,

@@ -36,6 +36,7 @@
 // Thread safety: none; used by the judge's single thread. Not copyable.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -81,8 +82,16 @@ class RankPool {
   void TrackProcesses();
 
   // The phase deadline: now + the phase timeout, or an explicit one.
-  void StartPhase() { deadline_ns_ = MonotonicNs() + int64_t(o_.timeout_s * 1e9); }
-  void SetDeadline(int64_t deadline_ns) { deadline_ns_ = deadline_ns; }
+  void StartPhase() {
+    deadline_ns_ = MonotonicNs() + int64_t(o_.timeout_s * 1e9);
+    phase_limit_s_ = o_.timeout_s;
+  }
+  // The phase's deadline other than --timeout (a timeout names the limit
+  // that applied).
+  void SetDeadline(int64_t deadline_ns) {
+    deadline_ns_ = deadline_ns;
+    phase_limit_s_ = std::max<double>(0, static_cast<double>(deadline_ns - MonotonicNs()) / 1e9);
+  }
 
   // Writes `cmd` to each process's command channel without blocking. False
   // (the outcome says why) when one could not be written whole: its channel
@@ -165,6 +174,7 @@ class RankPool {
   const LaunchOptions& o_;
   Outcome* out_;
   int64_t deadline_ns_ = 0;
+  double phase_limit_s_ = 0;  // what deadline_ns_ allowed when set, for messages
   std::vector<RankProc> procs_;
   std::vector<RankProc*> refs_, cands_;
   int pgid_ = 0;

@@ -230,7 +230,28 @@ RT(atk_fork_per_call_left_running, {Cheat({"outlived_call"})})
 RT(atk_deep_setsid_chain, {Cheat({"outlived_call"})})
 RT(atk_fork_bomb_bounded, {Cheat({"outlived_call"})})
 RT(atk_daemon_at_teardown, {Cheat({"leftover_process", "outlived_call"})})
-RT(atk_thread_left_running, {Cheat({"outlived_call"})})
+// A thread the first call started that sleeps in pause() for ever: since
+// session 16 an idle thread the first call leaves behind is a helper, as if
+// pkf_setup had started it (an OpenMP team or a pool started on first use:
+// r20_control_lazy_pool, r20_control_openmp_lazy were convicted 9 of 9); it
+// does nothing, so OK (at the control's speed) is right. Still running after
+// the first call: r20_first_call_spinner; left by a later call:
+// threads_at_call_time.
+RT(atk_thread_left_running, {kOk, Cheat({"outlived_call"})}, "", 10, "", 1.5)
+RT(r20_first_call_spinner, {Cheat({"outlived_call"})})
+RT(r20_control_lazy_pool, {kOk})
+RT(r20_control_openmp_lazy, {kOk})
+// An honest pkf_teardown of 2 s CPU a rank at world size 3 (the ranks share
+// a CPU here: ~6 s of wall time): TIMEOUT 4 of 4 under the fixed 5 s
+// teardown limit whatever --timeout said (round 20); teardown now gets
+// --timeout (at least 5 s).
+TEST(RedTeam, r20_control_slow_teardown) {
+  setenv("PKFORGE_R20_TEARDOWN_CPU_MS", "2000", 1);
+  setenv("PKFORGE_R20_TEARDOWN_SLEEP_MS", "0", 1);
+  Expect("r20_control_slow_teardown", {kOk}, "", 20);
+  unsetenv("PKFORGE_R20_TEARDOWN_CPU_MS");
+  unsetenv("PKFORGE_R20_TEARDOWN_SLEEP_MS");
+}
 // Blame: the candidate's own faults, never the harness's.
 RT(atk_exit_in_call, {kRuntime})
 RT(atk_corrupt_own_control_block, {kTimeout, kRuntime, kWrong, kCheatAny}, "", 3)
