@@ -49,13 +49,8 @@ namespace {
 // thread shows the call it sleeps in, "-1 ..." when it was stopped in user
 // space, "running" when not stopped), or 0 when every one is.
 int UnblockedHelper(int pid) {
-  for (int tid : ThreadIds(pid)) {
-    if (tid == pid) continue;
-    std::ifstream f(fmt::format("/proc/{}/task/{}/syscall", pid, tid));
-    std::string nr;
-    if (!(f >> nr)) continue;  // exited meanwhile
-    if (nr == "running" || nr.empty() || nr[0] == '-') return tid;
-  }
+  for (int tid : ThreadIds(pid))
+    if (tid != pid && ThreadState(pid, tid) != 0 && !ThreadBlockedInSyscall(pid, tid)) return tid;
   return 0;
 }
 
@@ -79,7 +74,8 @@ bool AntiCheat::ThreadCheck(const std::string& when) {
     if (threads > p->baseline_threads) {
       const std::string d = fmt::format(
           "{}: candidate rank {} has {} threads after the call, {} after setup (work may "
-          "outlive the call; create long-lived threads in pkf_setup)",
+          "outlive the call; create long-lived threads in pkf_setup or the first call, and "
+          "leave them blocked between calls)",
           when, p->rank, threads, p->baseline_threads);
       out_->Cheat("outlived_call", d);
       return false;

@@ -129,6 +129,11 @@ int64_t ThreadCpuNs(int pid, int tid) {
   return ticks * (1'000'000'000 / sysconf(_SC_CLK_TCK));
 }
 
+bool ThreadBlockedInSyscall(int pid, int tid) {
+  const std::string s = ReadSmallFile(fmt::format("/proc/{}/task/{}/syscall", pid, tid));
+  return !s.empty() && s[0] >= '0' && s[0] <= '9';
+}
+
 int64_t ProcessCpuNs(int pid) {
   const std::vector<std::string> f = StatFields(ReadSmallFile(fmt::format("/proc/{}/stat", pid)));
   if (f.size() < 13) return -1;

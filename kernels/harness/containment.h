@@ -168,6 +168,10 @@ class CandidateProcesses {
 char ThreadState(int pid, int tid);
 // CPU time of a thread in ns (schedstat, or stat's utime+stime); -1 if gone.
 int64_t ThreadCpuNs(int pid, int tid);
+// Whether a thread of a stopped process sleeps in a system call
+// (/proc/.../syscall names one; "-1 ..." when it was stopped in user space,
+// "running" when not stopped); false when gone or unreadable.
+bool ThreadBlockedInSyscall(int pid, int tid);
 // CPU time of a whole process, threads that already exited included
 // (/proc/<pid>/stat's utime+stime: clock-tick resolution); -1 if gone.
 int64_t ProcessCpuNs(int pid);

@@ -65,7 +65,11 @@ typedef struct pkf_context {
    outputs were verified; and batch_consistency). Helper threads are allowed (idle between calls:
    blocked without a timeout, e.g. a condition variable's wait(), not wait_for(): a timed wait
    expires while the judge holds the candidate stopped, so every waiting helper runs at the
-   moment the next call starts, ahead of it);
+   moment the next call starts, ahead of it), started in pkf_setup or by the first pkf_run (an
+   OpenMP team, a pool made on first use) and idle after it; a thread a later call leaves
+   behind is not. Each rank runs on the CPUs sched_getaffinity() reports (often one), not
+   hardware_concurrency(): helpers beyond them only compete with the calling thread, and the
+   judge's every stop and continue wakes each of them;
    child processes are not: a process the candidate started that is still
    alive when a call returns is CHEAT_DETECTED (outlived_call), and on the
    host backend starting any process at all (fork, vfork, posix_spawn,
