@@ -32,9 +32,11 @@
 #include <cstdlib>
 #include <cerrno>
 #include <chrono>
+#include <condition_variable>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <string>
 #include <thread>
 
@@ -325,6 +327,37 @@ TEST(ProcessCpu, CountsThreadsThatAlreadyExited) {
   EXPECT_LT(live, 50'000'000) << "the spinning thread has exited";
   EXPECT_GT(whole, 150'000'000) << "its 200 ms of CPU are the process's";
   EXPECT_EQ(ProcessCpuNs(999'999'999), -1);
+}
+
+// A helper the first call leaves waiting for a wake-up is idle; one in a
+// timed sleep has work due later (testdata/detached_thread.cc writes the
+// outputs 10 ms after its call returned). Read while the process is stopped.
+TEST(ThreadWaitsIndefinitely, TellsAWaitingHelperFromATimedSleep) {
+  const pid_t pid = fork();
+  if (pid == 0) {
+    std::mutex mu;
+    std::condition_variable cv;
+    std::thread waiter([&] {
+      std::unique_lock lock(mu);
+      cv.wait(lock, [] { return false; });
+    });
+    std::thread sleeper([] { std::this_thread::sleep_for(std::chrono::seconds(100)); });
+    for (;;) pause();
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  ASSERT_EQ(kill(pid, SIGSTOP), 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  int waiting = 0, timed = 0;
+  for (int tid : ThreadIds(pid)) {
+    if (tid == pid) {
+      EXPECT_TRUE(ThreadWaitsIndefinitely(pid, tid)) << "the leader is in pause()";
+      continue;
+    }
+    (ThreadWaitsIndefinitely(pid, tid) ? waiting : timed)++;
+  }
+  Reap(pid);
+  EXPECT_EQ(waiting, 1) << "the condition variable's waiter";
+  EXPECT_EQ(timed, 1) << "the sleeper";
 }
 
 }  // namespace

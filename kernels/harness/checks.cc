@@ -44,13 +44,13 @@ constexpr double kBatchCheat = 2.0;
 
 namespace {
 
-// The first thread of `pid` other than its leader that is not blocked in a
-// system call while the process is stopped (/proc/.../syscall: a stopped
-// thread shows the call it sleeps in, "-1 ..." when it was stopped in user
-// space, "running" when not stopped), or 0 when every one is.
+// The first thread of `pid` other than its leader that does not wait
+// indefinitely in a system call while the process is stopped
+// (ThreadWaitsIndefinitely: a timed sleep is work due later, as in
+// testdata/detached_thread.cc), or 0 when every one does.
 int UnblockedHelper(int pid) {
   for (int tid : ThreadIds(pid))
-    if (tid != pid && ThreadState(pid, tid) != 0 && !ThreadBlockedInSyscall(pid, tid)) return tid;
+    if (tid != pid && ThreadState(pid, tid) != 0 && !ThreadWaitsIndefinitely(pid, tid)) return tid;
   return 0;
 }
 
@@ -64,8 +64,8 @@ bool AntiCheat::ThreadCheck(const std::string& when) {
     // A pool or an OpenMP team the first call started and left idle is a
     // helper like one pkf_setup started (red team round 20 r20_control_
     // lazy_pool, r20_control_openmp_lazy: CHEAT_DETECTED 9 of 9 each): it
-    // becomes the baseline when every thread but the leader is blocked in a
-    // system call. Only after the first call: a thread that a later call
+    // becomes the baseline when every thread but the leader waits in a system
+    // call without a timeout. Only after the first call: a thread that a later call
     // leaves behind is convicted as before (threads_at_call_time).
     if (first && threads > p->baseline_threads && UnblockedHelper(p->pid) == 0) {
       first_call_threads_ += threads - p->baseline_threads;

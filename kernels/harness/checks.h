@@ -72,7 +72,7 @@ class AntiCheat {
 
   // After a candidate call, while its processes are frozen. Threads beyond
   // those after pkf_setup convict, except after the very first call, where
-  // new threads all blocked in a system call (a pool or an OpenMP team
+  // new threads all waiting without a timeout (a pool or an OpenMP team
   // started on first use, idle) become the baseline instead.
   bool ThreadCheck(const std::string& when);
   bool ProcessCheck(const std::string& when);

@@ -129,9 +129,41 @@ int64_t ThreadCpuNs(int pid, int tid) {
   return ticks * (1'000'000'000 / sysconf(_SC_CLK_TCK));
 }
 
-bool ThreadBlockedInSyscall(int pid, int tid) {
-  const std::string s = ReadSmallFile(fmt::format("/proc/{}/task/{}/syscall", pid, tid));
-  return !s.empty() && s[0] >= '0' && s[0] <= '9';
+bool ThreadWaitsIndefinitely(int pid, int tid) {
+  // "nr arg0 .. arg5 sp pc", the arguments in hex.
+  std::istringstream in(ReadSmallFile(fmt::format("/proc/{}/task/{}/syscall", pid, tid)));
+  std::string nr_text;
+  if (!(in >> nr_text) || nr_text.empty() || nr_text[0] < '0' || nr_text[0] > '9') return false;
+  uint64_t a[6] = {};
+  for (uint64_t& x : a) {
+    std::string h;
+    if (!(in >> h)) return false;
+    x = std::strtoull(h.c_str(), nullptr, 16);
+  }
+  const long nr = std::strtol(nr_text.c_str(), nullptr, 10);
+  const auto infinite = [](uint64_t timeout) { return static_cast<int32_t>(timeout) < 0; };
+  switch (nr) {
+#if defined(__x86_64__)
+    case SYS_pause:
+    case SYS_rt_sigsuspend:
+    case SYS_read:
+      return true;
+    case SYS_futex: {
+      const uint64_t op = a[1] & 0x7f;  // FUTEX_CMD_MASK, without PRIVATE/CLOCK_REALTIME
+      const bool wait = op == 0 /*FUTEX_WAIT*/ || op == 9 /*FUTEX_WAIT_BITSET*/;
+      return wait && a[3] == 0;  // no timeout
+    }
+    case SYS_poll:
+      return infinite(a[2]);
+    case SYS_ppoll:
+      return a[2] == 0;
+    case SYS_epoll_wait:
+    case SYS_epoll_pwait:
+      return infinite(a[3]);
+#endif
+    default:
+      return false;
+  }
 }
 
 int64_t ProcessCpuNs(int pid) {

@@ -168,10 +168,13 @@ class CandidateProcesses {
 char ThreadState(int pid, int tid);
 // CPU time of a thread in ns (schedstat, or stat's utime+stime); -1 if gone.
 int64_t ThreadCpuNs(int pid, int tid);
-// Whether a thread of a stopped process sleeps in a system call
-// (/proc/.../syscall names one; "-1 ..." when it was stopped in user space,
-// "running" when not stopped); false when gone or unreadable.
-bool ThreadBlockedInSyscall(int pid, int tid);
+// Whether a thread of a stopped process sleeps in a system call with no
+// timeout, waiting for something else to wake it (/proc/.../syscall: a
+// futex wait without a timeout, pause, rt_sigsuspend, a blocking read, poll
+// or epoll_wait with an infinite timeout). False for a timed sleep
+// (nanosleep, a futex or poll with a timeout: work due later), a thread
+// stopped in user space or running, and one gone.
+bool ThreadWaitsIndefinitely(int pid, int tid);
 // CPU time of a whole process, threads that already exited included
 // (/proc/<pid>/stat's utime+stime: clock-tick resolution); -1 if gone.
 int64_t ProcessCpuNs(int pid);
