@@ -27,6 +27,7 @@
 #include <cstring>
 #include <fstream>
 #include <sstream>
+#include <string_view>
 #include <thread>
 
 #include "fmt/format.h"
@@ -146,8 +147,19 @@ bool ThreadWaitsIndefinitely(int pid, int tid) {
 #if defined(__x86_64__)
     case SYS_pause:
     case SYS_rt_sigsuspend:
-    case SYS_read:
       return true;
+    case SYS_read: {
+      // Only a read that waits for another thread: a pipe, a socket (whose
+      // receive timeout host ranks cannot set: SO_RCVTIMEO is refused) or
+      // an eventfd. A read of a device or a file is work in progress (red
+      // team round 21 r21_devzero_spinner, a busy /dev/zero loop, passed).
+      char target[64] = {};
+      const ssize_t n = readlink(fmt::format("/proc/{}/fd/{}", pid, a[0]).c_str(), target,
+                                 sizeof target - 1);
+      const std::string_view t(target, n > 0 ? static_cast<size_t>(n) : 0);
+      return t.starts_with("pipe:") || t.starts_with("socket:") ||
+             t == "anon_inode:[eventfd]";
+    }
     case SYS_futex: {
       const uint64_t op = a[1] & 0x7f;  // FUTEX_CMD_MASK, without PRIVATE/CLOCK_REALTIME
       const bool wait = op == 0 /*FUTEX_WAIT*/ || op == 9 /*FUTEX_WAIT_BITSET*/;
@@ -583,6 +595,15 @@ absl::Status LoadCandidateSeccompFilter(bool confine_writes, bool forbid_timers,
     // (common/unix_gc.h).
     for (const char* name : {"sendmsg", "sendmmsg"})
       rc |= AddRule(ctx, eperm, seccomp_syscall_resolve_name(name), 0, nullptr);
+    // Socket timeouts: a read() of a socket with SO_RCVTIMEO is a timed sleep
+    // that looks like a thread waiting for work (red team round 21
+    // r21_rcvtimeo_*: a first-call thread passed as an idle helper, then
+    // wrote outputs late or spun). Option numbers of x86_64 (old and 64-bit
+    // time variants).
+    for (uint64_t opt : {uint64_t{20}, uint64_t{21}, uint64_t{66}, uint64_t{67}}) {
+      const scmp_arg_cmp c[2] = {eq32(1, SOL_SOCKET), eq32(2, opt)};
+      rc |= AddRule(ctx, eperm, SCMP_SYS(setsockopt), 2, c);
+    }
     // Inode flags and attributes through any descriptor, a read-only one
     // included (only ownership is checked): round 19 r19_fsflags set
     // synchronous writes, no-dump and no-atime on files of the ranks' uid

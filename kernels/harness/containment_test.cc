@@ -568,6 +568,15 @@ TEST(Harden, NoDescriptorPassingNoLeasesNoInodeFlags) {
     if (sendmmsg(sv[0], &mm, 1, 0) >= 0 || errno != EPERM) return 14;
     // Bytes still go through the pair.
     if (send(sv[0], "y", 1, 0) != 1) return 15;
+    // No receive or send timeout on it (round 21: a timed read looked like a
+    // helper waiting for work); other options stay.
+    timeval tv{0, 10000};
+    if (setsockopt(sv[0], SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv) == 0 || errno != EPERM)
+      return 23;
+    if (setsockopt(sv[0], SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv) == 0 || errno != EPERM)
+      return 24;
+    const int size = 1 << 16;
+    if (setsockopt(sv[0], SOL_SOCKET, SO_SNDBUF, &size, sizeof size) != 0) return 25;
     // Leases and directory notifications, also with high bits in the command.
     if (fcntl(mf, F_SETLEASE, F_RDLCK) == 0 || errno != EPERM) return 16;
     if (syscall(SYS_fcntl, mf, (1ULL << 32) | F_SETLEASE, F_WRLCK) == 0 || errno != EPERM)

@@ -239,6 +239,16 @@ RT(atk_daemon_at_teardown, {Cheat({"leftover_process", "outlived_call"})})
 // threads_at_call_time.
 RT(atk_thread_left_running, {kOk, Cheat({"outlived_call"})}, "", 10, "", 1.5)
 RT(r20_first_call_spinner, {Cheat({"outlived_call"})})
+// Round 21 (the first-call rule): a socket read with SO_RCVTIMEO is a timed
+// sleep the judge saw as a plain read (rcvtimeo_finisher: WRONG_OUTPUT 5 of
+// 5, the thread kept; rcvtimeo_spinner: OK 5 of 5 spinning after it), and a
+// busy /dev/zero read loop is no wait (devzero_spinner: OK 5 of 5). Now host
+// ranks cannot set socket timeouts (the finisher's read then never returns:
+// its outputs stay unwritten; the spinner never spins) and only reads of
+// pipes, sockets and eventfds count as waiting.
+RT(r21_rcvtimeo_finisher, {kWrong, Cheat({"outlived_call"})})
+RT(r21_rcvtimeo_spinner, {Cheat({"outlived_call"}), kOk}, "", 10, "", 1.5)
+RT(r21_devzero_spinner, {Cheat({"outlived_call"})})
 RT(r20_control_lazy_pool, {kOk})
 RT(r20_control_openmp_lazy, {kOk})
 // An honest pkf_teardown of 2 s CPU a rank at world size 3 (the ranks share

@@ -78,8 +78,8 @@ typedef struct pkf_context {
    that outlive a stop (timerfd_create, timer_create, setitimer, alarm,
    io_uring_setup, io_setup), socket() and datagram socket pairs (only
    socketpair(AF_UNIX, SOCK_STREAM or SOCK_SEQPACKET) stays; no bind,
-   connect, listen or accept, and no descriptors passed: sendmsg and
-   sendmmsg), System V IPC (shmget, semget, msgget, ...), POSIX message
+   connect, listen or accept, no descriptors passed: sendmsg and sendmmsg,
+   no SO_RCVTIMEO/SO_SNDTIMEO), System V IPC (shmget, semget, msgget, ...), POSIX message
    queues, perf_event_open, file locks (flock, fcntl locks), changes of file
    modes, owners, times, inode flags or extended attributes fail with EPERM
    on the host backend, and the kernel's keyrings (add_key, request_key,
