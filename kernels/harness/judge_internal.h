@@ -94,10 +94,11 @@ inline int RanksCpus(const std::vector<RankProc*>& ranks) {
 // cuda aims at 5 ms: the fixed per-batch costs that differ between the sides
 // (see the set count in Run()) then weigh ~2%; host batches stay at 2 ms
 // (CPU timings are for development; shorter evaluations).
-// cuda: a candidate over 1 ms a call slower than the reference in its
-// trials gets batches sized at its own speed, at most this many times shorter
-// (Judge::ChooseBatchLength).
+// A candidate over 1 ms a call slower than the reference in its trials gets
+// batches sized at its own speed, at most this many times shorter (cuda;
+// kSlowCandidateShrinkHost on the host; Judge::ChooseBatchLength).
 inline constexpr double kSlowCandidateShrink = 8;
+inline constexpr double kSlowCandidateShrinkHost = 4;
 inline constexpr double kSlowCandidateExcessUs = 1000;
 // Calls per timed batch from the trials' wall times (us, each a round trip
 // of `o` us included) and the most the input sets allow (Judge::ChooseBatchLength).

@@ -206,22 +206,35 @@ bool Judge::ProbeRoundTrip(v1::Phase ph, double* min_us) {
 // and ran out of its 60 s timing phase: TIMEOUT instead of its verdict (an
 // honest slow candidate would lose its measurement so). Bounded so a
 // candidate slow on purpose in its trials shortens batches at most 8x
-// (1024 -> 128 calls: short batches and probes remain).
+// (1024 -> 128 calls: short batches and probes remain). The host the same,
+// at most kSlowCandidateShrinkHost x: an honest candidate 210x slower than
+// the reference (8 MiB of mmap a call) got TIMEOUT 6 of 6 at --timeout 10
+// (red team round 20 r20_control_mmap_per_call); batches stay at 16 calls
+// or more, so probes and drip batches remain.
 uint32_t BatchCalls(const std::vector<double>& ref_trials_us,
                     const std::vector<double>& cand_trials_us, double o, uint32_t cap, bool cuda) {
   auto fastest_of = [](const std::vector<double>& v) {
     return v.empty() ? 1.0 : *std::min_element(v.begin(), v.end());
   };
-  double per_call_us = std::max(1.0, fastest_of(ref_trials_us) - o);
+  cap = std::max(cap, 1u);
+  const double per_call_us = std::max(1.0, fastest_of(ref_trials_us) - o);
+  auto calls = [&](double us) {
+    return std::clamp<double>(std::ceil(BatchTargetNs(cuda) / 1e3 / us), std::min(16u, cap), cap);
+  };
+  const double ref_calls = calls(per_call_us);
   // The candidate's trial rounds also pay its thaw and freeze (hundreds of
   // us): only an excess over the reference's beyond kSlowCandidateExcessUs
-  // counts, so honest fast candidates keep the reference's batches.
+  // counts, so honest fast candidates keep the reference's batches. The
+  // bound is on the reference's batch length, not on its per-call time: on
+  // the host the trial round trip is most of a tiny call's wall time (the
+  // per-call estimate came out at the 1 us floor and no shrink applied).
   const double excess_us = fastest_of(cand_trials_us) - fastest_of(ref_trials_us);
-  if (cuda && !cand_trials_us.empty() && excess_us > kSlowCandidateExcessUs)
-    per_call_us = std::min(per_call_us + excess_us, kSlowCandidateShrink * per_call_us);
-  cap = std::max(cap, 1u);
-  return static_cast<uint32_t>(std::clamp<double>(
-      std::ceil(BatchTargetNs(cuda) / 1e3 / per_call_us), std::min(16u, cap), cap));
+  if (cand_trials_us.empty() || excess_us <= kSlowCandidateExcessUs)
+    return static_cast<uint32_t>(ref_calls);
+  const double shrink = cuda ? kSlowCandidateShrink : kSlowCandidateShrinkHost;
+  return static_cast<uint32_t>(std::clamp(calls(per_call_us + excess_us),
+                                          std::max<double>(std::min(16u, cap), ref_calls / shrink),
+                                          ref_calls));
 }
 
 void Judge::ChooseBatchLength(double o) {

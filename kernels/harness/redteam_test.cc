@@ -251,6 +251,14 @@ RT(r21_rcvtimeo_spinner, {Cheat({"outlived_call"}), kOk}, "", 10, "", 1.5)
 RT(r21_devzero_spinner, {Cheat({"outlived_call"})})
 RT(r20_control_lazy_pool, {kOk})
 RT(r20_control_openmp_lazy, {kOk})
+// An honest candidate 210x slower than the reference (8 MiB of mmap a call):
+// TIMEOUT 6 of 6 at --timeout 10 with the reference's 128-call batches
+// (round 20); host batches now shrink for it too (at most 4x): OK.
+TEST(RedTeam, r20_control_mmap_per_call) {
+  setenv("PKFORGE_R20_MMAP_KIB", "8192", 1);
+  Expect("r20_control_mmap_per_call", {kOk});
+  unsetenv("PKFORGE_R20_MMAP_KIB");
+}
 // An honest pkf_teardown of 2 s CPU a rank at world size 3 (the ranks share
 // a CPU here: ~6 s of wall time): TIMEOUT 4 of 4 under the fixed 5 s
 // teardown limit whatever --timeout said (round 20); teardown now gets
