@@ -321,6 +321,16 @@ TEST_F(ValidationTest, AnalyzePlateauBoundsAndNamesEveryField) {
              for (int i = 0; i < 100000; ++i) r.add_fast_p(i);
            }},
           {"jobs.label", [](auto& r) { r.mutable_jobs()->set_label(std::string(1 << 20, 'l')); }},
+          // API fuzzing, session 16: 10,000 copies of one id were each loaded
+          // before the duplicate was refused (0.2-0.9 s a request); the ids
+          // name no job here, so before the fix the answer was NOT_FOUND.
+          {"jobs.job_ids", [](auto& r) {
+             for (int i = 0; i < 2; ++i) r.mutable_jobs()->add_job_ids("job_01HZZZZZZZZZZZZZZZZZZZZZZZ");
+           }},
+          {"jobs.job_ids", [](auto& r) {
+             for (int i = 0; i < 10001; ++i)
+               r.mutable_jobs()->add_job_ids(fmt::format("job_01HZZZZZZZZZZZZZZZZZ{:05d}", i));
+           }},
       };
   for (const auto& [field, mutate] : cases) {
     v1::AnalyzePlateauRequest req;
