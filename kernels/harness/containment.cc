@@ -598,9 +598,9 @@ absl::Status LoadCandidateSeccompFilter(bool confine_writes, bool forbid_timers,
     // Socket timeouts: a read() of a socket with SO_RCVTIMEO is a timed sleep
     // that looks like a thread waiting for work (red team round 21
     // r21_rcvtimeo_*: a first-call thread passed as an idle helper, then
-    // wrote outputs late or spun). Option numbers of x86_64 (old and 64-bit
-    // time variants).
-    for (uint64_t opt : {uint64_t{20}, uint64_t{21}, uint64_t{66}, uint64_t{67}}) {
+    // wrote outputs late or spun). Both the old and the 64-bit time variants.
+    for (uint64_t opt : {uint64_t{SO_RCVTIMEO_OLD}, uint64_t{SO_SNDTIMEO_OLD},
+                         uint64_t{SO_RCVTIMEO_NEW}, uint64_t{SO_SNDTIMEO_NEW}}) {
       const scmp_arg_cmp c[2] = {eq32(1, SOL_SOCKET), eq32(2, opt)};
       rc |= AddRule(ctx, eperm, SCMP_SYS(setsockopt), 2, c);
     }
