@@ -40,10 +40,6 @@ constexpr size_t kRefIdleBusyProbes = 2;
 constexpr double kBatchFlag = 2.0;
 constexpr double kBatchCheat = 2.0;
 
-}  // namespace
-
-namespace {
-
 // The first thread of `pid` other than its leader that does not wait
 // indefinitely in a system call while the process is stopped
 // (ThreadWaitsIndefinitely: a timed sleep is work due later, as in
