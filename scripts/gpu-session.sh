@@ -15,6 +15,7 @@
 #   scripts/gpu-session.sh diag  the diagnosis alone
 #   scripts/gpu-session.sh fid   cuda fidelity at the default size with and without the
 #                                symmetry measures (reference filter, CPU wake-up hold)
+#   scripts/gpu-session.sh s17a|s17b|s17c  session 17's three calls (below)
 #   scripts/gpu-session.sh c     session 16's leftovers: control_linger_once (the idle
 #                                probe's excuse now named), the whole oracle test (only 65
 #                                of 126 jobs ever reached), the wake-gap diagnosis on the
@@ -168,6 +169,35 @@ if [[ "$PART" == c ]]; then
     grep -h "^timing-diag" "/tmp/gpu-logs/logs/diag_$p.log" | sort | awk '{print $2, $4, $6, $8, $10}' | head -40
   done
   t oracle 300 $H $B/kernels/kernels_gpu_test --gtest_filter=*CudaReferenceMatchesHostOracle*
+fi
+if [[ "$PART" == s17a ]]; then
+  # Session 17, first call: the linger excuse, the rewritten ddp/zero1/zero2
+  # reference against the naive candidates (session 16: naive 1.23-1.42x
+  # faster), the wake-gap diagnosis on broadcast, the whole oracle test.
+  t linger 45 $H $B/kernels/redteam_gpu_test --gtest_filter='*linger*'
+  grep -h "slow idle probe\|slow synchronize\|REDTEAM" /tmp/gpu-logs/logs/linger.log | cut -c1-300
+  t mlp 150 $H bash -c 'for p in ddp zero1 zero2; do for d in f32 bf16; do for z in tiny default; do
+      echo "== $p $d $z"; timeout 20 '"$B"'/bin/pkforge-worker launch --problem $p --backend cuda \
+        --world-size 1 --dtype $d --size $z --json '"$B"'/kernels/candidates/naive_cuda_$p.so |
+        grep -o "\"status\":\"[A-Z_]*\",\"message\":\"[^\"]*\"" | cut -c1-240; echo
+      done; done; done'
+  cat /tmp/gpu-logs/logs/mlp.log | grep -v "^$" | cut -c1-200
+  t diag_broadcast 40 PKFORGE_TIMING_DIAG=1 $H $B/bin/pkforge-worker launch --problem broadcast \
+    --backend cuda --world-size 1 --dtype bf16 --size default --json $B/kernels/candidates/ref_cuda_broadcast.so
+  grep -h "^timing-diag" /tmp/gpu-logs/logs/diag_broadcast.log | head -60
+  t oracle 300 $H $B/kernels/kernels_gpu_test --gtest_filter=*CudaReferenceMatchesHostOracle*
+fi
+if [[ "$PART" == s17b ]]; then
+  t executor 170 $H $B/executor/executor_gpu_test
+  t redteam 330 PKFORGE_REDTEAM_PENDING=1 $H $B/kernels/redteam_gpu_test
+fi
+if [[ "$PART" == s17c ]]; then
+  # Fidelity of the problems without numbers so far, ddp and zero1 again
+  # (new reference); then the probe and sandbox tests.
+  W="stdbuf -oL $B/bin/pkforge-worker bench --backend cuda --candidates $B/kernels/candidates --world-size 1 --size default --repeats 2"
+  t fid_rest 240 $H $W --problems ddp,zero1,zero2,allgather_gemm_at,clip_grad_norm_ep,combined_sharded_gemms,gnn_feature_exchange,hyena_conv1d_halo,moe_token_preprocess,sinkhorn_knopp,ulysses_gather_heads_scatter_seq,ulysses_gather_seq_scatter_heads,ulysses_gather_seq_scatter_heads_qkv
+  t probe 30 $H $B/kernels/probe_gpu_test
+  t sandbox 30 $H $B/sandbox/sandbox_gpu_test
 fi
 if [[ "$PART" == 3 ]]; then
   t templates 250 $H $B/agent/kernel_templates_gpu_test
