@@ -33,6 +33,10 @@
 //                             whole tree, stopping it first so nothing can
 //                             fork its way out.
 //
+// Implemented in containment.cc (MakeNonDumpable, the hardening, the seccomp
+// filters) and candidate_processes.cc (CandidateProcesses and the per-thread
+// /proc readers below it).
+//
 // Thread safety: CandidateProcesses is used by the judge's single thread.
 #pragma once
 

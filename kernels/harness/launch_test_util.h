@@ -111,7 +111,7 @@ inline std::set<std::string> FailingChecks(const Result& r) {
 
 // Start time of a live process (0 when gone). A process is alive while any
 // of its threads is: its leader alone may read Z after leaving with
-// SYS_exit while other threads run on (as containment.cc decides).
+// SYS_exit while other threads run on (as candidate_processes.cc decides).
 inline unsigned long long StartTime(int pid) {
   const std::string s = ReadFile(fmt::format("/proc/{}/stat", pid));
   const size_t close = s.rfind(')');

@@ -10,7 +10,7 @@
 // whose outputs already match; "behind" = fewer than a quarter of that share
 // done; cheat = >= 2 anomalous and >= 3/4 of the conclusive probes. The
 // official time is the median over the long timed batches. Every thaw of the
-// candidate is a SIGCONT (containment.cc), a probed batch gets two.
+// candidate is a SIGCONT (candidate_processes.cc), a probed batch gets two.
 //
 // allreduce only (the battery's problem), like batch_lookahead.h.
 #pragma once

@@ -1,7 +1,7 @@
 // ATTACK (round 16, helper-redteam16, against e06553f; the progress probes,
 // after round 15's idle gate): make every probe's stop take hold late
 // without holding a CPU, then fuse every batch. What the attacker read:
-// containment.cc Freeze counts a process stopped only when every thread
+// candidate_processes.cc Freeze counts a process stopped only when every thread
 // reads 'T'; a thread asleep in an UNINTERRUPTIBLE wait ('D') takes its
 // SIGSTOP only when the wait ends. judge_timing.cc ProgressProbe marks a
 // probe late_stop (inconclusive) when the stop took hold over a quarter of

@@ -1,5 +1,5 @@
 // ATTACK (red team round 21, the first-call helper rule of checks.cc
-// ThreadCheck / containment.cc ThreadWaitsIndefinitely): r20_first_call_spinner
+// ThreadCheck / candidate_processes.cc ThreadWaitsIndefinitely): r20_first_call_spinner
 // with a hidden timeout. The thread the FIRST pkf_run starts waits in read()
 // on one end of a socket pair with SO_RCVTIMEO (50 ms): at the stop after the
 // first call /proc/<pid>/task/<tid>/syscall shows a plain read(), which the

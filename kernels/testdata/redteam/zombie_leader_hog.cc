@@ -2,7 +2,7 @@
 // 0 forks a helper whose main thread starts spinning threads (RT_HOG_PER_CPU per CPU,
 // each pinned to its CPU) and then calls pthread_exit(): /proc/<pid>/stat of
 // the helper says Z (zombie leader) although its threads run. The judge's
-// listing of candidate processes (containment.cc: IsZombieOrGone reads
+// listing of candidate processes (candidate_processes.cc: IsZombieOrGone reads
 // /proc/<pid>/stat) skips it: it is never frozen, never an extra process
 // after a call, never a leftover. Its threads spin while candidate rank 0 is
 // stopped (state T: the reference's timed batches) from the first timed
