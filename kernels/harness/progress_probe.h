@@ -106,6 +106,7 @@ struct ProgressVerdict {
   int anomalous = 0;   // probes behind or ahead
   int conclusive = 0;  // probes not inconclusive
   int ahead_only = 0;  // ahead probes that may not convict (ahead_convicts false)
+  int stalled = 0;     // behind probes with no call done after kStallElapsed
   std::string detail;  // every probe, for the check's detail
 };
 
@@ -126,6 +127,21 @@ ProgressVerdict JudgeProgress(const std::vector<ProgressSample>& samples,
 double BinomialTail(int n, int k, double q);
 inline constexpr double kHonestAnomaly = 0.05;
 inline constexpr double kHonestTail = 1e-5;
+// The fourth rule: "stalled" probes, behind with not one call of the batch
+// done after at least kStallElapsed of its time, are what whole-batch fusion
+// shows until its fused work lands (then every call is done at once, which
+// reads consistent past half the batch). An honest candidate stalls only if
+// every call it made in a third of a batch was still running: rarer than
+// behind (red team round 13: 5 behind probes in ~950 of honest candidates
+// under load, not all of them stalled), so kHonestStall is 2x that rate.
+// H100 (session 17, bundle 483d0f1): batch_fuse_group read 0% done at
+// 34-52% on 5 of 10 probes and 100% at 59-73% on the other 5: 5 of 10
+// anomalous only flagged (the binomial rule needs 6), and it was OK at
+// 14.9x and 15.3x in 2 of 3 runs. Stalled: at least 4 (stalls of one
+// lasting cause, not independent draws, are the risk the count guards
+// against), with an honest tail under kHonestTail (4 of 10, 5 of 20).
+inline constexpr double kStallElapsed = 1.0 / 3;
+inline constexpr double kHonestStall = 0.01;
 
 // Whether the probes so far decide: at least `wanted` conclusive, and none
 // anomalous, or enough for a conviction that has held for kConfirmProbes

@@ -159,11 +159,13 @@ TEST(ProgressProbe, OnCudaOnlyBehindConvicts) {
 // 13 probe_gap_fuse: 9 of 16 behind, OK at 11.9x, flagged only, the ratios
 // needing 3/4 or 2/3) is convicted by the binomial tail rule; a few behind
 // among many stays a flag.
+// Behind with a few calls done (a chunk's copy-out under way): not stalled,
+// which has a rule of its own (below).
 TEST(ProgressProbe, ASteadyShareBehindOverManyProbesConvicts) {
   EXPECT_NEAR(BinomialTail(4, 4, 0.05), 6.25e-6, 1e-9);
   EXPECT_NEAR(BinomialTail(16, 0, 0.05), 1.0, 1e-12);
   EXPECT_DOUBLE_EQ(BinomialTail(3, 4, 0.05), 0.0);
-  const ProgressSample behind{0.5, 0.0, true}, consistent{0.5, 0.5, true};
+  const ProgressSample behind{0.5, 0.05, true}, consistent{0.5, 0.5, true};
   auto mix = [&](int b, int c) {
     std::vector<ProgressSample> v(b, behind);  // the order does not matter
     v.insert(v.end(), c, consistent);
@@ -179,6 +181,63 @@ TEST(ProgressProbe, ASteadyShareBehindOverManyProbesConvicts) {
   EXPECT_FALSE(few.cheat);
   EXPECT_TRUE(few.flag);
   EXPECT_FALSE(JudgeProgress(mix(6, 9)).cheat);  // 6 of 15
+}
+
+// Stalled probes (nothing done after a third of the batch): whole-batch
+// fusion on cuda reads 0% until its fused work lands and 100% after, past
+// half the batch, where "100%" is consistent. The probes of
+// batch_fuse_group on the H100 (session 17, 1024-call batches, ahead not
+// convicting): 5 of 10 anomalous, a flag only under the other rules (it was
+// OK at 15.3x); convicted by the stall rule. A few stalls among honest
+// probes, or stalls before a third of the batch, stay a flag at most.
+TEST(ProgressProbe, StalledProbesConvictWholeBatchFusion) {
+  auto probe = [](double elapsed, double done) {
+    ProgressSample s{elapsed, done, true};
+    s.calls = 1024;
+    return s;
+  };
+  std::vector<ProgressSample> fuse_group = {probe(0.38, 0), probe(0.44, 0), probe(0.63, 1),
+                                            probe(0.73, 1), probe(0.34, 0), probe(0.59, 1),
+                                            probe(0.42, 0), probe(0.67, 1), probe(0.52, 0),
+                                            probe(0.70, 1)};
+  for (int i : {0, 4, 6, 8}) fuse_group[i].own_load = true;  // as read on the H100
+  const ProgressVerdict v = JudgeProgress(fuse_group, /*ahead_convicts=*/false);
+  EXPECT_EQ(v.anomalous, 5);
+  EXPECT_EQ(v.conclusive, 10);
+  EXPECT_EQ(v.stalled, 5);
+  EXPECT_TRUE(v.cheat) << v.detail;
+  // Without the stall rule's evidence (a call done on each behind probe)
+  // the same counts only flag: the rule is what convicts it.
+  std::vector<ProgressSample> partial = fuse_group;
+  for (ProgressSample& s : partial)
+    if (s.done == 0) s.done = 2.0 / 1024;
+  const ProgressVerdict p = JudgeProgress(partial, false);
+  EXPECT_EQ(p.stalled, 0);
+  EXPECT_FALSE(p.cheat) << p.detail;
+  EXPECT_TRUE(p.flag);
+  // Honest probes of the same run's identical broadcast (all consistent).
+  const ProgressVerdict honest =
+      JudgeProgress({probe(0.51, 0.68), probe(0.49, 0.63), probe(0.68, 0.93), probe(0.60, 0.70),
+                     probe(0.36, 0.33), probe(0.61, 0.82), probe(0.44, 0.54)},
+                    false);
+  EXPECT_FALSE(honest.cheat);
+  EXPECT_FALSE(honest.flag);
+  EXPECT_EQ(honest.stalled, 0);
+  // Three stalls among ten, or four stalls before a third of the batch
+  // (behind there is no finding at all under 30%, stalls need 1/3): no
+  // conviction.
+  std::vector<ProgressSample> three(7, probe(0.5, 0.5));
+  for (int i = 0; i < 3; ++i) three.push_back(probe(0.45, 0));
+  EXPECT_FALSE(JudgeProgress(three, false).cheat);
+  EXPECT_EQ(JudgeProgress(three, false).stalled, 3);
+  std::vector<ProgressSample> early(6, probe(0.5, 0.5));
+  for (int i = 0; i < 4; ++i) early.push_back(probe(0.31, 0));
+  EXPECT_EQ(JudgeProgress(early, false).stalled, 0);
+  EXPECT_FALSE(JudgeProgress(early, false).cheat);
+  // Four stalls among ten convict (binomial tail 2e-6 at 1%).
+  std::vector<ProgressSample> four(6, probe(0.5, 0.5));
+  for (int i = 0; i < 4; ++i) four.push_back(probe(0.45, 0));
+  EXPECT_TRUE(JudgeProgress(four, false).cheat);
 }
 
 }  // namespace
