@@ -179,6 +179,24 @@ TEST(HostEval, HonestCandidatesAreNotConvictedBesideABusyLoopOnTheirCpu) {
   EXPECT_LT(least, 3.0) << "speedups:" << all;
 }
 
+// PKFORGE_TIMING_DIAG=1: where an evaluation's time goes, per command kind
+// and side (RankPool::PrintRoundDiag), on stderr; the verdict on stdout is
+// unchanged. Without the variable, none of it.
+TEST(HostEval, TimingDiagnosisNamesEachCommandsRoundsAndTime) {
+  const std::string cmd = fmt::format(
+      "{} launch --problem allreduce --backend host --world-size 2 --dtype f32 --size tiny "
+      "--trials 1 --warmup 1 --iters 4 --timeout 30 --json {}/naive_host_allreduce.so",
+      PKF_WORKER, PKF_CANDIDATES);
+  const Captured diag = RunCapture("PKFORGE_TIMING_DIAG=1 " + cmd + " 2>&1 >/dev/null");
+  ASSERT_EQ(diag.status, 0) << diag.output;
+  for (const char* line : {"round-diag ref  batch ", "round-diag cand batch ",
+                           "round-diag ref  gen ", "round-diag ref  check "})
+    EXPECT_NE(diag.output.find(line), std::string::npos) << line << "\n" << diag.output;
+  EXPECT_NE(diag.output.find("phase timing"), std::string::npos) << diag.output;
+  const Captured quiet = RunCapture("env -u PKFORGE_TIMING_DIAG " + cmd + " 2>&1 >/dev/null");
+  EXPECT_EQ(quiet.output.find("round-diag"), std::string::npos) << quiet.output;
+}
+
 TEST(HostEval, PerturbedOutputIsWrongOutputWithDetails) {
   for (const Problem* p : Problems()) {
     for (int w : {1, 3}) {

@@ -450,6 +450,7 @@ absl::StatusOr<Result> Judge::Evaluate() {
   if (ok) Teardown();
   pool_.KillAndReapAll();
   PhaseDiag("teardown", t_start);
+  pool_.PrintRoundDiag();
   Publish(t_start);
   return out_.result();
 }

@@ -88,6 +88,8 @@ int64_t RankPool::OomKillCount() {
 
 
 bool RankPool::Send(const std::vector<RankProc*>& procs, const Cmd& cmd) {
+  if (!procs.empty() && cmd.op < kOpSlots)
+    op_sent_ns_[cmd.op + (procs[0]->ref ? 0 : kOpSlots)] = MonotonicNs();
   for (RankProc* p : procs) {
     // The command channel is non-blocking (StartRank) and a command is
     // smaller than PIPE_BUF, so it is written whole or not at all. The
@@ -331,7 +333,29 @@ bool RankPool::Collect(const std::vector<RankProc*>& procs, uint32_t op, v1::Pha
       --remaining;
     }
   }
+  const int side = (!procs.empty() && !procs[0]->ref) ? kOpSlots : 0;
+  if (op < kOpSlots && op_sent_ns_[op + side] > 0) {
+    op_ns_[op + side] += MonotonicNs() - op_sent_ns_[op + side];
+    ++op_rounds_[op + side];
+    op_sent_ns_[op + side] = 0;
+  }
   return true;
+}
+
+void RankPool::PrintRoundDiag() const {
+  static const bool on = std::getenv("PKFORGE_TIMING_DIAG") != nullptr;
+  if (!on) return;
+  // protocol.h's ops by number.
+  static const char* const kNames[] = {
+      "?",     "setup", "gen",    "run",  "check",  "digest", "snapshot", "snapcompare",
+      "poison", "exit", "sync",   "batch", "poisoncheck", "idle", "hello", "switch",
+      "progress", "init", "attach", "drip", "dripwatch"};
+  constexpr int kNamed = sizeof kNames / sizeof kNames[0];
+  for (int i = 0; i < 2 * kOpSlots; ++i)
+    if (op_rounds_[i] > 0)
+      fmt::print(stderr, "round-diag {} {:<11} rounds {:5d} total {:9.1f} ms mean {:8.1f} us\n",
+                 i < kOpSlots ? "ref " : "cand", i % kOpSlots < kNamed ? kNames[i % kOpSlots] : "?",
+                 op_rounds_[i], op_ns_[i] / 1e6, op_ns_[i] / 1e3 / op_rounds_[i]);
 }
 
 bool RankPool::Round(const std::vector<RankProc*>& procs, uint32_t op, uint32_t slot, uint64_t seed,

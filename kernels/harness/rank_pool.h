@@ -124,6 +124,10 @@ class RankPool {
   // ns from the command of the last CandRound to its last reply (the clock
   // of a timed round runs on until the stop is verified).
   int64_t last_reply_ns() const { return last_reply_ns_; }
+  // PKFORGE_TIMING_DIAG=1: one stderr line per command kind and side with
+  // its rounds and their summed time from the send to the last reply
+  // ("round-diag"), so one run shows where an evaluation's time goes.
+  void PrintRoundDiag() const;
   // A candidate round paused once, not timed: `pause_after_ns` after the
   // command the candidate is frozen (at once if every rank has replied),
   // `while_frozen(ns from the command to the stop, some reply still
@@ -183,6 +187,11 @@ class RankPool {
   CandidateProcesses ref_tree_;  // the reference ranks, stopped the same way to end their clock
   int frozen_windows_ = 0;
   int64_t last_reply_ns_ = 0;
+  // PrintRoundDiag's tallies, by op + (candidate side ? kOpSlots : 0).
+  static constexpr int kOpSlots = 32;
+  int64_t op_sent_ns_[2 * kOpSlots] = {};
+  int64_t op_ns_[2 * kOpSlots] = {};
+  int64_t op_rounds_[2 * kOpSlots] = {};
   int64_t oom_kills0_ = -1;  // the kernel's OOM kill count when the ranks started
   int window_violations_ = 0;
   std::string window_detail_;
