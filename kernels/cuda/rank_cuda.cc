@@ -37,6 +37,7 @@
 #include "fmt/format.h"
 #include "kernels/cuda/device_ops.h"
 #include "kernels/cuda/probe_cuda.h"
+#include "kernels/cuda/rank_cuda.h"
 #include "kernels/cuda/references.h"
 #include "kernels/harness/containment.h"
 #include "kernels/harness/protocol.h"
@@ -116,760 +117,548 @@ bool TouchBeforeRun() {
   return on;
 }
 
-// Sets rep->rc/message from a CUDA or NCCL error; returns true when failed.
-bool Failed(Reply* rep, cudaError_t e, const char* what) {
-  if (e == cudaSuccess) return false;
-  rep->rc = -10;
-  snprintf(rep->message, sizeof rep->message, "CUDA error in %s: %s (%s)", what,
-           cudaGetErrorName(e), cudaGetErrorString(e));
-  return true;
-}
-bool Failed(Reply* rep, ncclResult_t e, const char* what) {
-  if (e == ncclSuccess) return false;
-  rep->rc = -11;
-  snprintf(rep->message, sizeof rep->message, "NCCL error in %s: %s", what, ncclGetErrorString(e));
-  return true;
-}
+}  // namespace
 
-class CudaRank {
- public:
-  explicit CudaRank(const RankOptions& o) : o_(o) {}
-
-  int Main() {
-    auto problem = FindProblem(o_.problem);
-    auto dtype = ParseDtype(o_.dtype);
-    if (!problem.ok() || !dtype.ok()) return Fail("bad problem/dtype");
-    problem_ = *problem;
-    dtype_ = *dtype;
-    auto dims = ResolveSize(*problem_, o_.dims, o_.world);
-    if (!dims.ok()) return Fail(std::string(dims.status().message()));
-    dims_ = *dims;
-    tol_ = problem_->tolerance(dims_, o_.world, dtype_);
-    g_rank = o_.rank;
-    g_world = o_.world;
-    ref_ = o_.role == "ref";
-    // This rank's tensors only, packed (the host layout places every rank's
-    // tensors in one shared segment; here each rank owns its allocation).
-    const DataLayout global = MakeLayout(*problem_, dims_, o_.world, dtype_, 1);
-    int64_t off = 0;
-    for (const auto* v : {&global.in[o_.rank], &global.out[o_.rank]}) {
-      std::vector<Placed>& mine = v == &global.in[o_.rank] ? in_ : out_;
-      for (Placed p : *v) {
-        p.offset = off;
-        off = AlignUp(off + p.bytes, 256);
-        mine.push_back(p);
-        if (v == &global.out[o_.rank]) out_bytes_ += p.bytes;
-      }
+int CudaRank::Main() {
+  auto problem = FindProblem(o_.problem);
+  auto dtype = ParseDtype(o_.dtype);
+  if (!problem.ok() || !dtype.ok()) return Fail("bad problem/dtype");
+  problem_ = *problem;
+  dtype_ = *dtype;
+  auto dims = ResolveSize(*problem_, o_.dims, o_.world);
+  if (!dims.ok()) return Fail(std::string(dims.status().message()));
+  dims_ = *dims;
+  tol_ = problem_->tolerance(dims_, o_.world, dtype_);
+  g_rank = o_.rank;
+  g_world = o_.world;
+  ref_ = o_.role == "ref";
+  // This rank's tensors only, packed (the host layout places every rank's
+  // tensors in one shared segment; here each rank owns its allocation).
+  const DataLayout global = MakeLayout(*problem_, dims_, o_.world, dtype_, 1);
+  int64_t off = 0;
+  for (const auto* v : {&global.in[o_.rank], &global.out[o_.rank]}) {
+    std::vector<Placed>& mine = v == &global.in[o_.rank] ? in_ : out_;
+    for (Placed p : *v) {
+      p.offset = off;
+      off = AlignUp(off + p.bytes, 256);
+      mine.push_back(p);
+      if (v == &global.out[o_.rank]) out_bytes_ += p.bytes;
     }
-    slot_bytes_ = AlignUp(std::max<int64_t>(off, 256), 4096);
+  }
+  slot_bytes_ = AlignUp(std::max<int64_t>(off, 256), 4096);
 
-    auto ctl = MapSegment(kFdControl, sizeof(SideControl));
-    auto mailbox = MapSegment(kFdData, kCudaMailboxBytes);
-    if (!ctl.ok() || !mailbox.ok()) return Fail("mapping segments failed");
-    g_control = static_cast<SideControl*>(*ctl);
-    mailbox_ = static_cast<char*>(*mailbox);
-    if (ref_) {
-      auto peer = MapSegment(kFdPeerData, kCudaMailboxBytes);
-      if (!peer.ok()) return Fail("mapping the candidate mailbox failed");
-      peer_mailbox_ = static_cast<char*>(*peer);
+  auto ctl = MapSegment(kFdControl, sizeof(SideControl));
+  auto mailbox = MapSegment(kFdData, kCudaMailboxBytes);
+  if (!ctl.ok() || !mailbox.ok()) return Fail("mapping segments failed");
+  g_control = static_cast<SideControl*>(*ctl);
+  mailbox_ = static_cast<char*>(*mailbox);
+  if (ref_) {
+    auto peer = MapSegment(kFdPeerData, kCudaMailboxBytes);
+    if (!peer.ok()) return Fail("mapping the candidate mailbox failed");
+    peer_mailbox_ = static_cast<char*>(*peer);
+  }
+
+  if (!ref_) {
+    // Before any candidate code is loaded; the hello is the one reply of
+    // this process the judge can trust. (Reference ranks become
+    // non-dumpable at the end of their setup, once CUDA and NCCL are up and
+    // before any seed arrives.)
+    Reply hello;
+    std::memset(&hello, 0, sizeof hello);
+    hello.op = kOpHello;
+    // No Landlock here (libcuda writes /proc/self/task/<tid>/comm; see
+    // containment.h).
+    // No timer refusal yet either: not verified on a GPU that libcuda and
+    // NCCL create no timerfd, POSIX timer or io_uring (containment.h).
+    // No process ban yet either (same reason).
+    if (auto st = HardenCandidateProcess(/*drop_root=*/false, /*confine_writes=*/false,
+                                         /*forbid_timers=*/false, /*forbid_processes=*/false);
+        !st.ok()) {
+      hello.rc = kRcHarness;
+      snprintf(hello.message, sizeof hello.message, "%s", std::string(st.message()).c_str());
     }
+    WriteReply(&hello);
+    if (hello.rc != 0) return 2;
+  } else if (RefFilter()) {
+    // The candidate's filter, at the same point of start-up (before CUDA
+    // and NCCL exist): an identical candidate's system calls then cost
+    // what the reference's cost (containment.h LoadCandidateSeccompFilter).
+    if (auto st = LoadCandidateSeccompFilter(/*confine_writes=*/false, /*forbid_timers=*/false,
+                                             /*forbid_processes=*/false);
+        !st.ok())
+      return Fail(std::string(st.message()));
+  }
 
-    if (!ref_) {
-      // Before any candidate code is loaded; the hello is the one reply of
-      // this process the judge can trust. (Reference ranks become
-      // non-dumpable at the end of their setup, once CUDA and NCCL are up and
-      // before any seed arrives.)
-      Reply hello;
-      std::memset(&hello, 0, sizeof hello);
-      hello.op = kOpHello;
-      // No Landlock here (libcuda writes /proc/self/task/<tid>/comm; see
-      // containment.h).
-      // No timer refusal yet either: not verified on a GPU that libcuda and
-      // NCCL create no timerfd, POSIX timer or io_uring (containment.h).
-      // No process ban yet either (same reason).
-      if (auto st = HardenCandidateProcess(/*drop_root=*/false, /*confine_writes=*/false,
-                                           /*forbid_timers=*/false, /*forbid_processes=*/false);
-          !st.ok()) {
-        hello.rc = kRcHarness;
-        snprintf(hello.message, sizeof hello.message, "%s", std::string(st.message()).c_str());
-      }
-      WriteReply(&hello);
-      if (hello.rc != 0) return 2;
-    } else if (RefFilter()) {
-      // The candidate's filter, at the same point of start-up (before CUDA
-      // and NCCL exist): an identical candidate's system calls then cost
-      // what the reference's cost (containment.h LoadCandidateSeccompFilter).
-      if (auto st = LoadCandidateSeccompFilter(/*confine_writes=*/false, /*forbid_timers=*/false,
-                                               /*forbid_processes=*/false);
-          !st.ok())
-        return Fail(std::string(st.message()));
-    }
-
-    Cmd cmd;
-    while (ReadFull(kFdCmd, &cmd, sizeof cmd)) {
-      if (cmd.magic != kMagic) return 4;
-      Reply rep;
-      std::memset(&rep, 0, sizeof rep);
-      rep.op = cmd.op;
-      const bool before_ready = cmd.op == kOpSetup || cmd.op == kOpExit || cmd.op == kOpInit ||
-                                (cmd.op == kOpAttach && inited_);
-      if (BadSlots(cmd, o_.slots) || (!before_ready && !ready_)) {
-        rep.rc = -1;
-        snprintf(rep.message, sizeof rep.message, "bad command %u (slot %u count %u)", cmd.op,
-                 cmd.slot, cmd.count);
-        WriteReply(&rep);
-        continue;
-      }
-      switch (cmd.op) {
-        case kOpSetup: Setup(&rep); break;
-        case kOpInit: Init(&rep); break;
-        case kOpAttach: EnsureCandData(&rep); break;
-        case kOpGen:
-          for (uint32_t k = 0; k < cmd.count && rep.rc == 0; ++k)
-            Gen(cmd.SlotAt(k), BatchSeed(cmd.seed, k), (cmd.flags & kGenReferenceOnly) == 0,
-                /*finish=*/k + 1 == cmd.count, &rep);
-          break;
-        case kOpRun: Run(cmd.slot, &rep); break;
-        case kOpBatch: Batch(cmd, &rep); break;
-        case kOpCheck: Check(cmd, &rep); break;
-        case kOpDigest: Digest(cmd.slot, &rep); break;
-        case kOpSnapshot: Snapshot(cmd, &rep); break;
-        case kOpSnapCompare: SnapCompare(cmd.slot, &rep); break;
-        case kOpPoisonCheck: NotPoison(cmd, &rep); break;
-        case kOpProgress: CallsDone(cmd, &rep); break;
-        case kOpIdle: Idle(&rep); break;
-        case kOpSwitch: SwitchContext(&rep); break;
-        case kOpPoison: Failed(&rep, PoisonOutputs(CandBase(), cmd.slot), "poison"); break;
-        case kOpSync: Failed(&rep, cudaDeviceSynchronize(), "device synchronize"); break;
-        case kOpExit:
-          if (teardown_ != nullptr && ready_) teardown_(&ctx_);
-          WriteReply(&rep);
-          fflush(nullptr);
-          _exit(0);
-        default: rep.rc = -2;
-      }
+  Cmd cmd;
+  while (ReadFull(kFdCmd, &cmd, sizeof cmd)) {
+    if (cmd.magic != kMagic) return 4;
+    Reply rep;
+    std::memset(&rep, 0, sizeof rep);
+    rep.op = cmd.op;
+    const bool before_ready = cmd.op == kOpSetup || cmd.op == kOpExit || cmd.op == kOpInit ||
+                              (cmd.op == kOpAttach && inited_);
+    if (BadSlots(cmd, o_.slots) || (!before_ready && !ready_)) {
+      rep.rc = -1;
+      snprintf(rep.message, sizeof rep.message, "bad command %u (slot %u count %u)", cmd.op,
+               cmd.slot, cmd.count);
       WriteReply(&rep);
+      continue;
     }
-    return 0;
+    switch (cmd.op) {
+      case kOpSetup: Setup(&rep); break;
+      case kOpInit: Init(&rep); break;
+      case kOpAttach: EnsureCandData(&rep); break;
+      case kOpGen:
+        for (uint32_t k = 0; k < cmd.count && rep.rc == 0; ++k)
+          Gen(cmd.SlotAt(k), BatchSeed(cmd.seed, k), (cmd.flags & kGenReferenceOnly) == 0,
+              /*finish=*/k + 1 == cmd.count, &rep);
+        break;
+      case kOpRun: Run(cmd.slot, &rep); break;
+      case kOpBatch: Batch(cmd, &rep); break;
+      case kOpCheck: Check(cmd, &rep); break;
+      case kOpDigest: Digest(cmd.slot, &rep); break;
+      case kOpSnapshot: Snapshot(cmd, &rep); break;
+      case kOpSnapCompare: SnapCompare(cmd.slot, &rep); break;
+      case kOpPoisonCheck: NotPoison(cmd, &rep); break;
+      case kOpProgress: CallsDone(cmd, &rep); break;
+      case kOpIdle: Idle(&rep); break;
+      case kOpSwitch: SwitchContext(&rep); break;
+      case kOpPoison: Failed(&rep, PoisonOutputs(CandBase(), cmd.slot), "poison"); break;
+      case kOpSync: Failed(&rep, cudaDeviceSynchronize(), "device synchronize"); break;
+      case kOpExit:
+        if (teardown_ != nullptr && ready_) teardown_(&ctx_);
+        WriteReply(&rep);
+        fflush(nullptr);
+        _exit(0);
+      default: rep.rc = -2;
+    }
+    WriteReply(&rep);
   }
+  return 0;
+}
 
- private:
-  int Fail(const std::string& why) {
-    fmt::print(stderr, "cuda rank {} ({}): {}\n", o_.rank, o_.role, why);
-    return 2;
+int CudaRank::Fail(const std::string& why) {
+  fmt::print(stderr, "cuda rank {} ({}): {}\n", o_.rank, o_.role, why);
+  return 2;
+}
+
+// The harness's part of a rank's set-up, no candidate code: device,
+// context, buffers (a candidate rank publishes its allocation's IPC handle
+// in the mailbox), the side's scratch, NCCL. The judge runs it for the
+// candidate ranks (kOpInit) side by side with the reference ranks' set-up,
+// and lets the reference ranks open the candidate's buffers (kOpAttach)
+// before any candidate code is loaded, so nothing the candidate writes in
+// the mailbox later is ever read.
+void CudaRank::Init(Reply* rep) {
+  if (inited_) return;
+  if (Failed(rep, cudaSetDevice(o_.rank), "cudaSetDevice")) return;
+  if (Failed(rep, cudaFree(nullptr), "context creation")) return;
+  int sms = 0;
+  cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, o_.rank);
+  if (Failed(rep, cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "stream")) return;
+  if (Failed(rep, cudaEventCreate(&start_), "event") || Failed(rep, cudaEventCreate(&stop_), "event"))
+    return;
+  if (Failed(rep, CreateScratch(&scratch_), "scratch")) return;
+  if (Failed(rep, cudaMalloc(&data_, static_cast<size_t>(slot_bytes_) * o_.slots), "cudaMalloc data"))
+    return;
+  if (!ref_) {
+    // Export the candidate's inputs/outputs to reference rank r (mailbox).
+    cudaIpcMemHandle_t h;
+    if (Failed(rep, cudaIpcGetMemHandle(&h, data_), "cudaIpcGetMemHandle data")) return;
+    std::memcpy(mailbox_ + o_.rank * 64, &h, sizeof h);
+  } else {
+    // Every snapshot a timed batch can need, now, before candidate code can
+    // take the GPU's memory (a failure here must not be provokable).
+    if (Failed(rep, EnsureSnapshot(MaxBatch(out_bytes_)), "snapshot")) return;
   }
-
-  // The NVTX range around each call: the profiler keeps the candidate's.
-  const char* RangeName() const { return ref_ ? "pkforge_reference" : "pkforge_candidate"; }
-
-  char* Base() const { return data_; }
-  // The candidate's buffers: mapped by IPC in the reference rank.
-  char* CandBase() const { return ref_ ? cand_data_ : data_; }
-
-  // The harness's part of a rank's set-up, no candidate code: device,
-  // context, buffers (a candidate rank publishes its allocation's IPC handle
-  // in the mailbox), the side's scratch, NCCL. The judge runs it for the
-  // candidate ranks (kOpInit) side by side with the reference ranks' set-up,
-  // and lets the reference ranks open the candidate's buffers (kOpAttach)
-  // before any candidate code is loaded, so nothing the candidate writes in
-  // the mailbox later is ever read.
-  void Init(Reply* rep) {
-    if (inited_) return;
-    if (Failed(rep, cudaSetDevice(o_.rank), "cudaSetDevice")) return;
-    if (Failed(rep, cudaFree(nullptr), "context creation")) return;
-    int sms = 0;
-    cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, o_.rank);
-    if (Failed(rep, cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "stream")) return;
-    if (Failed(rep, cudaEventCreate(&start_), "event") || Failed(rep, cudaEventCreate(&stop_), "event"))
-      return;
-    if (Failed(rep, CreateScratch(&scratch_), "scratch")) return;
-    if (Failed(rep, cudaMalloc(&data_, static_cast<size_t>(slot_bytes_) * o_.slots), "cudaMalloc data"))
-      return;
-    if (!ref_) {
-      // Export the candidate's inputs/outputs to reference rank r (mailbox).
+  // Symmetric scratch + signal pad, zeroed, exported to the side's peers.
+  const size_t pad = o_.flag_count * sizeof(uint32_t);
+  if (Failed(rep, cudaMalloc(&scratch_mem_, o_.scratch_bytes + pad), "cudaMalloc scratch")) return;
+  if (Failed(rep, cudaMemset(scratch_mem_, 0, o_.scratch_bytes + pad), "memset scratch")) return;
+  cudaIpcMemHandle_t sh;
+  if (Failed(rep, cudaIpcGetMemHandle(&sh, scratch_mem_), "cudaIpcGetMemHandle scratch")) return;
+  std::memcpy(g_control->ipc_scratch[o_.rank], &sh, sizeof sh);
+  ncclUniqueId id;
+  if (o_.rank == 0) {
+    if (Failed(rep, ncclGetUniqueId(&id), "ncclGetUniqueId")) return;
+    std::memcpy(g_control->nccl_id, &id, sizeof id);
+  }
+  SideBarrierWait(g_control, o_.rank, o_.world);  // handles and id published
+  std::memcpy(&id, g_control->nccl_id, sizeof id);
+  for (int r = 0; r < o_.world; ++r) {
+    void* p = scratch_mem_;
+    if (r != o_.rank) {
       cudaIpcMemHandle_t h;
-      if (Failed(rep, cudaIpcGetMemHandle(&h, data_), "cudaIpcGetMemHandle data")) return;
-      std::memcpy(mailbox_ + o_.rank * 64, &h, sizeof h);
-    } else {
-      // Every snapshot a timed batch can need, now, before candidate code can
-      // take the GPU's memory (a failure here must not be provokable).
-      if (Failed(rep, EnsureSnapshot(MaxBatch(out_bytes_)), "snapshot")) return;
-    }
-    // Symmetric scratch + signal pad, zeroed, exported to the side's peers.
-    const size_t pad = o_.flag_count * sizeof(uint32_t);
-    if (Failed(rep, cudaMalloc(&scratch_mem_, o_.scratch_bytes + pad), "cudaMalloc scratch")) return;
-    if (Failed(rep, cudaMemset(scratch_mem_, 0, o_.scratch_bytes + pad), "memset scratch")) return;
-    cudaIpcMemHandle_t sh;
-    if (Failed(rep, cudaIpcGetMemHandle(&sh, scratch_mem_), "cudaIpcGetMemHandle scratch")) return;
-    std::memcpy(g_control->ipc_scratch[o_.rank], &sh, sizeof sh);
-    ncclUniqueId id;
-    if (o_.rank == 0) {
-      if (Failed(rep, ncclGetUniqueId(&id), "ncclGetUniqueId")) return;
-      std::memcpy(g_control->nccl_id, &id, sizeof id);
-    }
-    SideBarrierWait(g_control, o_.rank, o_.world);  // handles and id published
-    std::memcpy(&id, g_control->nccl_id, sizeof id);
-    for (int r = 0; r < o_.world; ++r) {
-      void* p = scratch_mem_;
-      if (r != o_.rank) {
-        cudaIpcMemHandle_t h;
-        std::memcpy(&h, g_control->ipc_scratch[r], sizeof h);
-        if (Failed(rep, cudaIpcOpenMemHandle(&p, h, cudaIpcMemLazyEnablePeerAccess),
-                   "cudaIpcOpenMemHandle scratch"))
-          return;
-      }
-      scratch_ptrs_.push_back(p);
-      flag_ptrs_.push_back(reinterpret_cast<uint32_t*>(static_cast<char*>(p) + o_.scratch_bytes));
-    }
-    if (Failed(rep, ncclCommInitRank(&comm_, o_.world, id, o_.rank), "ncclCommInitRank")) return;
-    // One tiny collective so NCCL connects now (its threads then exist before
-    // the judge takes the thread baseline; with NCCL_RUNTIME_CONNECT=0 too).
-    if (Failed(rep, ncclAllReduce(scratch_mem_, scratch_mem_, 1, ncclFloat32, ncclSum, comm_, stream_),
-               "warm-up allreduce") ||
-        Failed(rep, cudaStreamSynchronize(stream_), "warm-up") ||
-        Failed(rep, cudaMemset(scratch_mem_, 0, 16), "memset scratch"))
-      return;
-    SideBarrierWait(g_control, o_.rank, o_.world);
-    if (ref_) {
-      // The second context for SwitchContext, now: created lazily it would
-      // need GPU memory after candidate code could have taken all of it (red
-      // team: gpu_memory_squeeze), a harness fault the candidate provoked.
-      if (!CreateSwitchContext(rep)) return;
-    } else {
-      // The runtime starts its host-callback thread on the first host
-      // function; start it now, before the judge's thread baseline, so a
-      // candidate using cudaLaunchHostFunc is not seen leaving a thread
-      // behind (red team: control_host_func).
-      if (Failed(rep, cudaLaunchHostFunc(stream_, [](void*) {}, nullptr), "host function") ||
-          Failed(rep, cudaStreamSynchronize(stream_), "host function"))
+      std::memcpy(&h, g_control->ipc_scratch[r], sizeof h);
+      if (Failed(rep, cudaIpcOpenMemHandle(&p, h, cudaIpcMemLazyEnablePeerAccess),
+                 "cudaIpcOpenMemHandle scratch"))
         return;
     }
-
-    ctx_.rank = o_.rank;
-    ctx_.world_size = o_.world;
-    ctx_.device = o_.rank;
-    ctx_.num_sms = sms;
-    ctx_.nccl = comm_;
-    ctx_.peer_scratch = scratch_ptrs_.data();
-    ctx_.scratch_bytes = o_.scratch_bytes;
-    ctx_.peer_flags = flag_ptrs_.data();
-    ctx_.flag_count = o_.flag_count;
-    ctx_.barrier = &HostBarrier;
-    ctx_.user_state = nullptr;
-
-    inited_ = true;
+    scratch_ptrs_.push_back(p);
+    flag_ptrs_.push_back(reinterpret_cast<uint32_t*>(static_cast<char*>(p) + o_.scratch_bytes));
+  }
+  if (Failed(rep, ncclCommInitRank(&comm_, o_.world, id, o_.rank), "ncclCommInitRank")) return;
+  // One tiny collective so NCCL connects now (its threads then exist before
+  // the judge takes the thread baseline; with NCCL_RUNTIME_CONNECT=0 too).
+  if (Failed(rep, ncclAllReduce(scratch_mem_, scratch_mem_, 1, ncclFloat32, ncclSum, comm_, stream_),
+             "warm-up allreduce") ||
+      Failed(rep, cudaStreamSynchronize(stream_), "warm-up") ||
+      Failed(rep, cudaMemset(scratch_mem_, 0, 16), "memset scratch"))
+    return;
+  SideBarrierWait(g_control, o_.rank, o_.world);
+  if (ref_) {
+    // The second context for SwitchContext, now: created lazily it would
+    // need GPU memory after candidate code could have taken all of it (red
+    // team: gpu_memory_squeeze), a harness fault the candidate provoked.
+    if (!CreateSwitchContext(rep)) return;
+  } else {
+    // The runtime starts its host-callback thread on the first host
+    // function; start it now, before the judge's thread baseline, so a
+    // candidate using cudaLaunchHostFunc is not seen leaving a thread
+    // behind (red team: control_host_func).
+    if (Failed(rep, cudaLaunchHostFunc(stream_, [](void*) {}, nullptr), "host function") ||
+        Failed(rep, cudaStreamSynchronize(stream_), "host function"))
+      return;
   }
 
-  // kOpSetup: Init if the judge did not ask for it first, then the
-  // reference's functions or the candidate's library and its pkf_setup.
-  void Setup(Reply* rep) {
-    Init(rep);
-    if (rep->rc != 0) return;
-    pkf_setup_fn setup = nullptr;
-    if (ref_) {
-      const CudaReference* r = FindCudaReference(o_.problem);
-      if (r == nullptr) {
-        rep->rc = -1;
-        snprintf(rep->message, sizeof rep->message, "no cuda reference for %s", o_.problem.c_str());
-        return;
-      }
-      run_ = r->run;
-      setup = r->setup;
-      teardown_ = r->teardown;
-    } else {
-      // The rules left out of the early filter (timers, sockets, processes),
-      // now that CUDA and NCCL are set up and before any candidate code:
-      // opt-in until validated on a GPU (containment.h LoadLateCandidateFilter).
-      if (LateFilter()) {
-        if (auto st = LoadLateCandidateFilter(); !st.ok()) {
-          rep->rc = kRcHarness;
-          snprintf(rep->message, sizeof rep->message, "%s", std::string(st.message()).c_str());
-          return;
-        }
-      }
-      void* h = dlopen(o_.candidate.c_str(), RTLD_NOW | RTLD_LOCAL);
-      if (h == nullptr) {
-        rep->rc = -1;
-        snprintf(rep->message, sizeof rep->message, "dlopen: %s", dlerror());
-        return;
-      }
-      run_ = reinterpret_cast<pkf_run_fn>(dlsym(h, "pkf_run"));
-      setup = reinterpret_cast<pkf_setup_fn>(dlsym(h, "pkf_setup"));
-      teardown_ = reinterpret_cast<pkf_teardown_fn>(dlsym(h, "pkf_teardown"));
-      if (run_ == nullptr) {
-        rep->rc = -1;
-        snprintf(rep->message, sizeof rep->message, "candidate does not export pkf_run");
-        return;
-      }
+  ctx_.rank = o_.rank;
+  ctx_.world_size = o_.world;
+  ctx_.device = o_.rank;
+  ctx_.num_sms = sms;
+  ctx_.nccl = comm_;
+  ctx_.peer_scratch = scratch_ptrs_.data();
+  ctx_.scratch_bytes = o_.scratch_bytes;
+  ctx_.peer_flags = flag_ptrs_.data();
+  ctx_.flag_count = o_.flag_count;
+  ctx_.barrier = &HostBarrier;
+  ctx_.user_state = nullptr;
+
+  inited_ = true;
+}
+
+// kOpSetup: Init if the judge did not ask for it first, then the
+// reference's functions or the candidate's library and its pkf_setup.
+void CudaRank::Setup(Reply* rep) {
+  Init(rep);
+  if (rep->rc != 0) return;
+  pkf_setup_fn setup = nullptr;
+  if (ref_) {
+    const CudaReference* r = FindCudaReference(o_.problem);
+    if (r == nullptr) {
+      rep->rc = -1;
+      snprintf(rep->message, sizeof rep->message, "no cuda reference for %s", o_.problem.c_str());
+      return;
     }
-    if (setup != nullptr) {
-      g_control->in_run[o_.rank].store(1);
-      rep->rc = setup(&ctx_);
-      g_control->in_run[o_.rank].store(0);
-      if (rep->rc != 0) {
-        snprintf(rep->message, sizeof rep->message, "pkf_setup returned %d", rep->rc);
-        return;
-      }
-      if (Failed(rep, cudaDeviceSynchronize(), "pkf_setup")) return;
-    }
-    ready_ = true;
-    if (ref_) {
-      if (auto st = MakeNonDumpable(); !st.ok()) {
-        rep->rc = -1;
+    run_ = r->run;
+    setup = r->setup;
+    teardown_ = r->teardown;
+  } else {
+    // The rules left out of the early filter (timers, sockets, processes),
+    // now that CUDA and NCCL are set up and before any candidate code:
+    // opt-in until validated on a GPU (containment.h LoadLateCandidateFilter).
+    if (LateFilter()) {
+      if (auto st = LoadLateCandidateFilter(); !st.ok()) {
+        rep->rc = kRcHarness;
         snprintf(rep->message, sizeof rep->message, "%s", std::string(st.message()).c_str());
         return;
       }
     }
-    if (ref_ && o_.rank == 0) {
-      int rt = 0, nv = 0;
-      cudaRuntimeGetVersion(&rt);
-      ncclGetVersion(&nv);
-      snprintf(rep->message, sizeof rep->message, "cudart=%d.%d nccl=%d.%d.%d", rt / 1000,
-               (rt % 1000) / 10, nv / 10000, (nv / 100) % 100, nv % 100);
-    }
-  }
-
-  // The reference rank opens the candidate's allocation once (kOpAttach,
-  // right after the candidate ranks' Init and before their candidate code is
-  // loaded; on first use for a judge that does not send it).
-  bool EnsureCandData(Reply* rep) {
-    if (!ref_ || cand_data_ != nullptr) return true;
-    cudaIpcMemHandle_t h;
-    std::memcpy(&h, peer_mailbox_ + o_.rank * 64, sizeof h);
-    void* p = nullptr;
-    if (Failed(rep, cudaIpcOpenMemHandle(&p, h, cudaIpcMemLazyEnablePeerAccess),
-               "opening the candidate's buffers"))
-      return false;
-    cand_data_ = static_cast<char*>(p);
-    return true;
-  }
-
-  char* At(char* base, int slot, const Placed& p) const {
-    return base + static_cast<int64_t>(slot) * slot_bytes_ + p.offset;
-  }
-
-  cudaError_t PoisonOutputs(char* base, int slot) {
-    if (base == nullptr) return cudaErrorInvalidValue;
-    for (const Placed& p : out_) {
-      cudaError_t e = PoisonDevice(At(base, slot, p), p.dtype, p.numel, PoisonBits(p.dtype), stream_);
-      if (e != cudaSuccess) return e;
-    }
-    return cudaStreamSynchronize(stream_);
-  }
-
-  // `finish`: wait for the generation to complete (the last slot of a
-  // command; one wait per batch instead of one per slot).
-  void Gen(int slot, uint64_t seed, bool candidate_too, bool finish, Reply* rep) {
-    if (candidate_too && !EnsureCandData(rep)) return;
-    for (size_t i = 0; i < in_.size(); ++i) {
-      const Placed& p = in_[i];
-      const uint64_t key =
-          StreamKey(seed, p.desc.replicated ? kReplicatedRank : o_.rank, static_cast<uint32_t>(i));
-      if (Failed(rep,
-                 GenerateInput(At(data_, slot, p), p.dtype, key, p.numel, stream_, p.desc.lo,
-                               p.desc.hi),
-                 "generate"))
-        return;
-      if (!candidate_too) continue;
-      // The candidate's copy is generated by the same kernel (bit-identical),
-      // not copied, so both sides' inputs are written the same way. (A
-      // copy-engine write was suspected of leaving them colder in L2 and
-      // measured not to: docs/performance.md, "Input residency".)
-      // PKFORGE_GEN_CAND=copy restores the copy for A/B measurements.
-      const cudaError_t e =
-          GenCandByCopy() ? cudaMemcpyAsync(At(cand_data_, slot, p), At(data_, slot, p), p.bytes,
-                                            cudaMemcpyDeviceToDevice, stream_)
-                          : GenerateInput(At(cand_data_, slot, p), p.dtype, key, p.numel, stream_,
-                                          p.desc.lo, p.desc.hi);
-      if (Failed(rep, e, "generate the candidate's inputs")) return;
-    }
-    if (Failed(rep, PoisonOutputs(data_, slot), "poison")) return;
-    if (candidate_too && Failed(rep, PoisonOutputs(cand_data_, slot), "poison candidate outputs"))
-      return;
-    // Finish here, untimed: otherwise the next timed call on this stream (the
-    // reference's) would start queued behind this work while the candidate's
-    // starts on an idle GPU, and the two would not be measured alike
-    // (measured on an H200: the reference then read 6-9 us slower).
-    if (finish) Failed(rep, cudaStreamSynchronize(stream_), "generate (sync)");
-  }
-
-  void Tensors(char* base, int slot, std::vector<pkf_tensor>* in, std::vector<pkf_tensor>* out) {
-    auto fill = [&](const std::vector<Placed>& v, std::vector<pkf_tensor>* t) {
-      for (const Placed& p : v) {
-        pkf_tensor x;
-        std::memset(&x, 0, sizeof x);
-        x.data = At(base, slot, p);
-        x.dtype = p.dtype;
-        x.ndim = static_cast<int32_t>(p.desc.shape.size());
-        for (size_t d = 0; d < p.desc.shape.size() && d < 8; ++d) x.shape[d] = p.desc.shape[d];
-        t->push_back(x);
-      }
-    };
-    fill(in_, in);
-    fill(out_, out);
-  }
-
-  void Run(int slot, Reply* rep) {
-    std::vector<pkf_tensor> in, out;
-    Tensors(data_, slot, &in, &out);
-    SideBarrierWait(g_control, o_.rank, o_.world);
-    // Touch: every input and output of the call is read once in this
-    // process's GPU context first, so both sides start from the same cache
-    // and TLB state for the call's tensors whichever context ran last
-    // (docs/performance.md, "context switches"). Untimed; PKFORGE_TOUCH=0
-    // turns it off for measurements.
-    if (TouchBeforeRun()) {
-      for (const auto* v : {&in_, &out_})
-        for (const Placed& p : *v)
-          if (Failed(rep, TouchBuffer(At(data_, slot, p), p.bytes, scratch_.words, stream_), "touch"))
-            return;
-    }
-    // Launch-ahead: a short delay kernel keeps the GPU busy while this
-    // process records the start event and the implementation enqueues its
-    // work, so the event interval holds GPU time, not host launch latency
-    // (which differs between processes: measured on an H200, the reference
-    // process read ~2.3 us slower than an identical candidate without it).
-    // Untimed; the same for reference and candidate.
-    if (LaunchAheadNs() > 0 && Failed(rep, LaunchDelay(LaunchAheadNs(), stream_), "launch-ahead"))
-      return;
-    g_control->in_run[o_.rank].store(1);
-    const int64_t t0 = MonotonicNs();
-    // The candidate's calls form the NVTX range the executor's profiler
-    // filters on (ncu --nvtx-include pkforge_candidate/); reference ranks
-    // open one of their own name at the same place, so that both sides' calls
-    // cost the same (without a tool attached, two calls into NVTX each).
-    nvtxRangePushA(RangeName());
-    cudaEventRecord(start_, stream_);
-    rep->rc = run_(&ctx_, in.data(), static_cast<int32_t>(in.size()), out.data(),
-                   static_cast<int32_t>(out.size()), stream_);
-    cudaError_t e = cudaEventRecord(stop_, stream_);
-    nvtxRangePop();
-    if (e == cudaSuccess) e = cudaEventSynchronize(stop_);
-    g_control->in_run[o_.rank].store(0);
-    float ms = 0;
-    if (e == cudaSuccess) e = cudaEventElapsedTime(&ms, start_, stop_);
-    // Reported interval: host start + device (event) time; the judge checks
-    // it against its own wall clock (kernels/README.md).
-    rep->t0_ns = t0;
-    rep->t1_ns = t0 + static_cast<int64_t>(static_cast<double>(ms) * 1e6);
-    if (rep->rc != 0) {
-      snprintf(rep->message, sizeof rep->message, "pkf_run returned %d", rep->rc);
-      return;
-    }
-    if (Failed(rep, e, "pkf_run")) return;
-    if (ref_) Failed(rep, cudaDeviceSynchronize(), "reference");
-  }
-
-  // Back-to-back calls (host barrier before each, as in a single call), then
-  // a device-wide synchronize. The judge times the batch with its own clock;
-  // the events here are this process's view, a cross-check only (a candidate
-  // can patch its own CUDA runtime).
-  void Batch(const Cmd& cmd, Reply* rep) {
-    std::vector<std::vector<pkf_tensor>> ins(cmd.count), outs(cmd.count);
-    for (uint32_t k = 0; k < cmd.count; ++k) Tensors(data_, cmd.SlotAt(k), &ins[k], &outs[k]);
-    int64_t t0 = 0;
-    // One barrier at the batch's start, none between its calls (as on the
-    // host: no harness work the candidate could patch out is timed).
-    SideBarrierWait(g_control, o_.rank, o_.world);
-    for (uint32_t k = 0; k < cmd.count; ++k) {
-      if (k == 0) {
-        t0 = MonotonicNs();
-        cudaEventRecord(start_, stream_);
-      }
-      g_control->in_run[o_.rank].store(1);
-      nvtxRangePushA(RangeName());
-      rep->rc = run_(&ctx_, ins[k].data(), static_cast<int32_t>(ins[k].size()), outs[k].data(),
-                     static_cast<int32_t>(outs[k].size()), stream_);
-      nvtxRangePop();
-      if (rep->rc != 0) {
-        g_control->in_run[o_.rank].store(0);
-        snprintf(rep->message, sizeof rep->message, "pkf_run returned %d (call %u of the batch)",
-                 rep->rc, k);
-        return;
-      }
-    }
-    // in_run stays set until the queued work is done: a hang there is the
-    // implementation's (timeout diagnostics read it).
-    cudaError_t e = cudaEventRecord(stop_, stream_);
-    if (e == cudaSuccess) e = cudaDeviceSynchronize();
-    g_control->in_run[o_.rank].store(0);
-    rep->value = static_cast<uint64_t>(MonotonicNs());  // diagnostics: end of the work, host clock
-    float ms = 0;
-    if (e == cudaSuccess) e = cudaEventElapsedTime(&ms, start_, stop_);
-    rep->t0_ns = t0;
-    rep->t1_ns = t0 + static_cast<int64_t>(static_cast<double>(ms) * 1e6);
-    Failed(rep, e, "pkf_run (batch)");
-  }
-
-  // Device memory for `count` snapshots of this rank's outputs.
-  cudaError_t EnsureSnapshot(uint32_t count) {
-    const int64_t need = std::max<int64_t>(out_bytes_, 256) * count;
-    if (need <= snapshot_bytes_) return cudaSuccess;
-    if (snapshot_ != nullptr) cudaFree(snapshot_);
-    snapshot_ = nullptr;
-    snapshot_bytes_ = 0;
-    cudaError_t e = cudaMalloc(&snapshot_, static_cast<size_t>(need));
-    if (e == cudaSuccess) snapshot_bytes_ = need;
-    return e;
-  }
-
-  // Timed batches of both sides start from the same GPU state: the GPU last
-  // ran a context that is neither side's (measured on the H200: a batch that
-  // followed work of another process's context started ~150 us later on the
-  // GPU than one that followed its own; the reference's inputs are generated
-  // in the reference's context, so without this only the candidate paid).
-  //
-  // The driver functions come through the runtime's entry-point query, not
-  // by linking libcuda: the rank must start (and fail its probe with one
-  // readable line) on a machine without a driver.
-  bool CreateSwitchContext(Reply* rep) {
-    if (other_ctx_ != nullptr) return true;
-    if (!LoadDriver(rep)) return false;
-    CUdevice dev;
-    CUresult r = drv_.device_get(&dev, o_.rank);
-    if (r == CUDA_SUCCESS) r = drv_.ctx_create(&other_ctx_, nullptr, 0, dev);
-    if (r != CUDA_SUCCESS) {
-      other_ctx_ = nullptr;
-      rep->rc = -10;
-      snprintf(rep->message, sizeof rep->message, "creating the switch context failed (%d)",
-               static_cast<int>(r));
-      return false;
-    }
-    CUcontext popped = nullptr;
-    drv_.ctx_pop(&popped);  // back to the runtime's primary context
-    // The empty kernel's module, loaded in that context now too.
-    if (drv_.ctx_push(other_ctx_) != CUDA_SUCCESS) {
-      rep->rc = -10;
-      snprintf(rep->message, sizeof rep->message, "switch context");
-      return false;
-    }
-    cudaError_t e = LaunchDelay(1, nullptr);
-    if (e == cudaSuccess) e = cudaDeviceSynchronize();
-    drv_.ctx_pop(&popped);
-    return !Failed(rep, e, "switch context kernel");
-  }
-
-  void SwitchContext(Reply* rep) {
-    if (!ref_) return;
-    if (!CreateSwitchContext(rep)) return;
-    if (drv_.ctx_push(other_ctx_) != CUDA_SUCCESS) {
-      rep->rc = -10;
-      snprintf(rep->message, sizeof rep->message, "switch context");
-      return;
-    }
-    cudaError_t e = LaunchDelay(1, nullptr);
-    if (e == cudaSuccess) e = cudaDeviceSynchronize();
-    CUcontext popped = nullptr;
-    drv_.ctx_pop(&popped);
-    Failed(rep, e, "switch context kernel");
-  }
-
-  bool LoadDriver(Reply* rep) {
-    if (drv_.ctx_pop != nullptr) return true;
-    struct Want {
-      const char* name;
-      void** slot;
-    };
-    const Want want[] = {{"cuDeviceGet", reinterpret_cast<void**>(&drv_.device_get)},
-                         {"cuCtxCreate", reinterpret_cast<void**>(&drv_.ctx_create)},
-                         {"cuCtxPushCurrent", reinterpret_cast<void**>(&drv_.ctx_push)},
-                         {"cuCtxPopCurrent", reinterpret_cast<void**>(&drv_.ctx_pop)}};
-    for (const Want& w : want) {
-      cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSymbolNotFound;
-      // 13000: cuCtxCreate is the v4 variant (with CUctxCreateParams), as in cuda.h.
-      const cudaError_t e =
-          cudaGetDriverEntryPointByVersion(w.name, w.slot, 13000, cudaEnableDefault, &q);
-      if (e != cudaSuccess || q != cudaDriverEntryPointSuccess || *w.slot == nullptr) {
-        drv_ = {};
-        rep->rc = -10;
-        snprintf(rep->message, sizeof rep->message, "driver entry point %s not found", w.name);
-        return false;
-      }
-    }
-    return true;
-  }
-
-  // ns until an empty kernel completes on this GPU: a context of the
-  // candidate that still runs work makes it wait for a time slice.
-  void Idle(Reply* rep) {
-    const int64_t t0 = MonotonicNs();
-    if (Failed(rep, LaunchDelay(1, stream_), "idle probe")) return;
-    if (Failed(rep, cudaStreamSynchronize(stream_), "idle probe")) return;
-    rep->value = static_cast<uint64_t>(MonotonicNs() - t0);
-  }
-
-  // Snapshot k (taken right after the candidate's call) against the
-  // reference outputs of the batch's k-th slot, plus the candidate's live
-  // inputs against the generated ones; accumulated over the batch, value =
-  // index of the first call with a mismatch.
-  void Check(const Cmd& cmd, Reply* rep) {
-    if (!EnsureCandData(rep)) return;
-    rep->n_checks = static_cast<uint32_t>(std::min<size_t>(out_.size(), kMaxOutputs));
-    for (uint32_t o = 0; o < rep->n_checks; ++o) rep->checks[o].first_index = -1;
-    rep->value = UINT64_MAX;
-    if (static_cast<int64_t>(cmd.count) * std::max<int64_t>(out_bytes_, 256) > snapshot_bytes_) {
+    void* h = dlopen(o_.candidate.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (h == nullptr) {
       rep->rc = -1;
-      snprintf(rep->message, sizeof rep->message, "check of %u calls without their snapshots",
-               cmd.count);
+      snprintf(rep->message, sizeof rep->message, "dlopen: %s", dlerror());
       return;
     }
-    for (uint32_t k = 0; k < cmd.count; ++k) {
-      const int slot = static_cast<int>(cmd.SlotAt(k));
-      for (const Placed& p : in_) {
-        uint64_t d = 0;
-        if (Failed(rep, CountDiffBytes(At(cand_data_, slot, p), At(data_, slot, p), p.bytes,
-                                       scratch_, stream_, &d),
-                   "input comparison"))
+    run_ = reinterpret_cast<pkf_run_fn>(dlsym(h, "pkf_run"));
+    setup = reinterpret_cast<pkf_setup_fn>(dlsym(h, "pkf_setup"));
+    teardown_ = reinterpret_cast<pkf_teardown_fn>(dlsym(h, "pkf_teardown"));
+    if (run_ == nullptr) {
+      rep->rc = -1;
+      snprintf(rep->message, sizeof rep->message, "candidate does not export pkf_run");
+      return;
+    }
+  }
+  if (setup != nullptr) {
+    g_control->in_run[o_.rank].store(1);
+    rep->rc = setup(&ctx_);
+    g_control->in_run[o_.rank].store(0);
+    if (rep->rc != 0) {
+      snprintf(rep->message, sizeof rep->message, "pkf_setup returned %d", rep->rc);
+      return;
+    }
+    if (Failed(rep, cudaDeviceSynchronize(), "pkf_setup")) return;
+  }
+  ready_ = true;
+  if (ref_) {
+    if (auto st = MakeNonDumpable(); !st.ok()) {
+      rep->rc = -1;
+      snprintf(rep->message, sizeof rep->message, "%s", std::string(st.message()).c_str());
+      return;
+    }
+  }
+  if (ref_ && o_.rank == 0) {
+    int rt = 0, nv = 0;
+    cudaRuntimeGetVersion(&rt);
+    ncclGetVersion(&nv);
+    snprintf(rep->message, sizeof rep->message, "cudart=%d.%d nccl=%d.%d.%d", rt / 1000,
+             (rt % 1000) / 10, nv / 10000, (nv / 100) % 100, nv % 100);
+  }
+}
+
+// The reference rank opens the candidate's allocation once (kOpAttach,
+// right after the candidate ranks' Init and before their candidate code is
+// loaded; on first use for a judge that does not send it).
+bool CudaRank::EnsureCandData(Reply* rep) {
+  if (!ref_ || cand_data_ != nullptr) return true;
+  cudaIpcMemHandle_t h;
+  std::memcpy(&h, peer_mailbox_ + o_.rank * 64, sizeof h);
+  void* p = nullptr;
+  if (Failed(rep, cudaIpcOpenMemHandle(&p, h, cudaIpcMemLazyEnablePeerAccess),
+             "opening the candidate's buffers"))
+    return false;
+  cand_data_ = static_cast<char*>(p);
+  return true;
+}
+
+cudaError_t CudaRank::PoisonOutputs(char* base, int slot) {
+  if (base == nullptr) return cudaErrorInvalidValue;
+  for (const Placed& p : out_) {
+    cudaError_t e = PoisonDevice(At(base, slot, p), p.dtype, p.numel, PoisonBits(p.dtype), stream_);
+    if (e != cudaSuccess) return e;
+  }
+  return cudaStreamSynchronize(stream_);
+}
+
+// `finish`: wait for the generation to complete (the last slot of a
+// command; one wait per batch instead of one per slot).
+void CudaRank::Gen(int slot, uint64_t seed, bool candidate_too, bool finish, Reply* rep) {
+  if (candidate_too && !EnsureCandData(rep)) return;
+  for (size_t i = 0; i < in_.size(); ++i) {
+    const Placed& p = in_[i];
+    const uint64_t key =
+        StreamKey(seed, p.desc.replicated ? kReplicatedRank : o_.rank, static_cast<uint32_t>(i));
+    if (Failed(rep,
+               GenerateInput(At(data_, slot, p), p.dtype, key, p.numel, stream_, p.desc.lo,
+                             p.desc.hi),
+               "generate"))
+      return;
+    if (!candidate_too) continue;
+    // The candidate's copy is generated by the same kernel (bit-identical),
+    // not copied, so both sides' inputs are written the same way. (A
+    // copy-engine write was suspected of leaving them colder in L2 and
+    // measured not to: docs/performance.md, "Input residency".)
+    // PKFORGE_GEN_CAND=copy restores the copy for A/B measurements.
+    const cudaError_t e =
+        GenCandByCopy() ? cudaMemcpyAsync(At(cand_data_, slot, p), At(data_, slot, p), p.bytes,
+                                          cudaMemcpyDeviceToDevice, stream_)
+                        : GenerateInput(At(cand_data_, slot, p), p.dtype, key, p.numel, stream_,
+                                        p.desc.lo, p.desc.hi);
+    if (Failed(rep, e, "generate the candidate's inputs")) return;
+  }
+  if (Failed(rep, PoisonOutputs(data_, slot), "poison")) return;
+  if (candidate_too && Failed(rep, PoisonOutputs(cand_data_, slot), "poison candidate outputs"))
+    return;
+  // Finish here, untimed: otherwise the next timed call on this stream (the
+  // reference's) would start queued behind this work while the candidate's
+  // starts on an idle GPU, and the two would not be measured alike
+  // (measured on an H200: the reference then read 6-9 us slower).
+  if (finish) Failed(rep, cudaStreamSynchronize(stream_), "generate (sync)");
+}
+
+void CudaRank::Tensors(char* base, int slot, std::vector<pkf_tensor>* in,
+                       std::vector<pkf_tensor>* out) {
+  auto fill = [&](const std::vector<Placed>& v, std::vector<pkf_tensor>* t) {
+    for (const Placed& p : v) {
+      pkf_tensor x;
+      std::memset(&x, 0, sizeof x);
+      x.data = At(base, slot, p);
+      x.dtype = p.dtype;
+      x.ndim = static_cast<int32_t>(p.desc.shape.size());
+      for (size_t d = 0; d < p.desc.shape.size() && d < 8; ++d) x.shape[d] = p.desc.shape[d];
+      t->push_back(x);
+    }
+  };
+  fill(in_, in);
+  fill(out_, out);
+}
+
+void CudaRank::Run(int slot, Reply* rep) {
+  std::vector<pkf_tensor> in, out;
+  Tensors(data_, slot, &in, &out);
+  SideBarrierWait(g_control, o_.rank, o_.world);
+  // Touch: every input and output of the call is read once in this
+  // process's GPU context first, so both sides start from the same cache
+  // and TLB state for the call's tensors whichever context ran last
+  // (docs/performance.md, "context switches"). Untimed; PKFORGE_TOUCH=0
+  // turns it off for measurements.
+  if (TouchBeforeRun()) {
+    for (const auto* v : {&in_, &out_})
+      for (const Placed& p : *v)
+        if (Failed(rep, TouchBuffer(At(data_, slot, p), p.bytes, scratch_.words, stream_), "touch"))
           return;
-        rep->input_diff += d;
-      }
-      int64_t off = static_cast<int64_t>(k) * std::max<int64_t>(out_bytes_, 256);
-      for (uint32_t o = 0; o < rep->n_checks; ++o) {
-        const Placed& p = out_[o];
-        CheckRecord c{};
-        if (Failed(rep, CompareOutputs(snapshot_ + off, At(data_, slot, p), p.dtype, p.numel,
-                                       tol_.atol, tol_.rtol, PoisonBits(p.dtype), scratch_, stream_,
-                                       &c),
-                   "output comparison"))
-          return;
-        off += p.bytes;
-        CheckRecord& a = rep->checks[o];
-        a.elements += c.elements;
-        a.unwritten += c.unwritten;
-        a.max_abs = std::max(a.max_abs, c.max_abs);
-        a.max_rel = std::max(a.max_rel, c.max_rel);
-        if (c.mismatches > 0 && a.mismatches == 0) {
-          a.first_index = c.first_index;
-          a.expected = c.expected;
-          a.actual = c.actual;
-        }
-        if (c.mismatches > 0 && rep->value == UINT64_MAX) rep->value = k;
-        a.mismatches += c.mismatches;
-      }
+  }
+  // Launch-ahead: a short delay kernel keeps the GPU busy while this
+  // process records the start event and the implementation enqueues its
+  // work, so the event interval holds GPU time, not host launch latency
+  // (which differs between processes: measured on an H200, the reference
+  // process read ~2.3 us slower than an identical candidate without it).
+  // Untimed; the same for reference and candidate.
+  if (LaunchAheadNs() > 0 && Failed(rep, LaunchDelay(LaunchAheadNs(), stream_), "launch-ahead"))
+    return;
+  g_control->in_run[o_.rank].store(1);
+  const int64_t t0 = MonotonicNs();
+  // The candidate's calls form the NVTX range the executor's profiler
+  // filters on (ncu --nvtx-include pkforge_candidate/); reference ranks
+  // open one of their own name at the same place, so that both sides' calls
+  // cost the same (without a tool attached, two calls into NVTX each).
+  nvtxRangePushA(RangeName());
+  cudaEventRecord(start_, stream_);
+  rep->rc = run_(&ctx_, in.data(), static_cast<int32_t>(in.size()), out.data(),
+                 static_cast<int32_t>(out.size()), stream_);
+  cudaError_t e = cudaEventRecord(stop_, stream_);
+  nvtxRangePop();
+  if (e == cudaSuccess) e = cudaEventSynchronize(stop_);
+  g_control->in_run[o_.rank].store(0);
+  float ms = 0;
+  if (e == cudaSuccess) e = cudaEventElapsedTime(&ms, start_, stop_);
+  // Reported interval: host start + device (event) time; the judge checks
+  // it against its own wall clock (kernels/README.md).
+  rep->t0_ns = t0;
+  rep->t1_ns = t0 + static_cast<int64_t>(static_cast<double>(ms) * 1e6);
+  if (rep->rc != 0) {
+    snprintf(rep->message, sizeof rep->message, "pkf_run returned %d", rep->rc);
+    return;
+  }
+  if (Failed(rep, e, "pkf_run")) return;
+  if (ref_) Failed(rep, cudaDeviceSynchronize(), "reference");
+}
+
+// Back-to-back calls (host barrier before each, as in a single call), then
+// a device-wide synchronize. The judge times the batch with its own clock;
+// the events here are this process's view, a cross-check only (a candidate
+// can patch its own CUDA runtime).
+void CudaRank::Batch(const Cmd& cmd, Reply* rep) {
+  std::vector<std::vector<pkf_tensor>> ins(cmd.count), outs(cmd.count);
+  for (uint32_t k = 0; k < cmd.count; ++k) Tensors(data_, cmd.SlotAt(k), &ins[k], &outs[k]);
+  int64_t t0 = 0;
+  // One barrier at the batch's start, none between its calls (as on the
+  // host: no harness work the candidate could patch out is timed).
+  SideBarrierWait(g_control, o_.rank, o_.world);
+  for (uint32_t k = 0; k < cmd.count; ++k) {
+    if (k == 0) {
+      t0 = MonotonicNs();
+      cudaEventRecord(start_, stream_);
+    }
+    g_control->in_run[o_.rank].store(1);
+    nvtxRangePushA(RangeName());
+    rep->rc = run_(&ctx_, ins[k].data(), static_cast<int32_t>(ins[k].size()), outs[k].data(),
+                   static_cast<int32_t>(outs[k].size()), stream_);
+    nvtxRangePop();
+    if (rep->rc != 0) {
+      g_control->in_run[o_.rank].store(0);
+      snprintf(rep->message, sizeof rep->message, "pkf_run returned %d (call %u of the batch)",
+               rep->rc, k);
+      return;
     }
   }
+  // in_run stays set until the queued work is done: a hang there is the
+  // implementation's (timeout diagnostics read it).
+  cudaError_t e = cudaEventRecord(stop_, stream_);
+  if (e == cudaSuccess) e = cudaDeviceSynchronize();
+  g_control->in_run[o_.rank].store(0);
+  rep->value = static_cast<uint64_t>(MonotonicNs());  // diagnostics: end of the work, host clock
+  float ms = 0;
+  if (e == cudaSuccess) e = cudaEventElapsedTime(&ms, start_, stop_);
+  rep->t0_ns = t0;
+  rep->t1_ns = t0 + static_cast<int64_t>(static_cast<double>(ms) * 1e6);
+  Failed(rep, e, "pkf_run (batch)");
+}
 
-  // The candidate's live output p of `slot` against the reference's into *c;
-  // false (rep failed, naming `what`) on a CUDA error.
-  bool CompareLive(int slot, const Placed& p, CheckRecord* c, Reply* rep, const char* what) {
-    return !Failed(rep, CompareOutputs(At(cand_data_, slot, p), At(data_, slot, p), p.dtype, p.numel,
-                                       tol_.atol, tol_.rtol, PoisonBits(p.dtype), scratch_, stream_,
-                                       c),
-                   what);
+// Timed batches of both sides start from the same GPU state: the GPU last
+// ran a context that is neither side's (measured on the H200: a batch that
+// followed work of another process's context started ~150 us later on the
+// GPU than one that followed its own; the reference's inputs are generated
+// in the reference's context, so without this only the candidate paid).
+//
+// The driver functions come through the runtime's entry-point query, not
+// by linking libcuda: the rank must start (and fail its probe with one
+// readable line) on a machine without a driver.
+bool CudaRank::CreateSwitchContext(Reply* rep) {
+  if (other_ctx_ != nullptr) return true;
+  if (!LoadDriver(rep)) return false;
+  CUdevice dev;
+  CUresult r = drv_.device_get(&dev, o_.rank);
+  if (r == CUDA_SUCCESS) r = drv_.ctx_create(&other_ctx_, nullptr, 0, dev);
+  if (r != CUDA_SUCCESS) {
+    other_ctx_ = nullptr;
+    rep->rc = -10;
+    snprintf(rep->message, sizeof rep->message, "creating the switch context failed (%d)",
+             static_cast<int>(r));
+    return false;
   }
+  CUcontext popped = nullptr;
+  drv_.ctx_pop(&popped);  // back to the runtime's primary context
+  // The empty kernel's module, loaded in that context now too.
+  if (drv_.ctx_push(other_ctx_) != CUDA_SUCCESS) {
+    rep->rc = -10;
+    snprintf(rep->message, sizeof rep->message, "switch context");
+    return false;
+  }
+  cudaError_t e = LaunchDelay(1, nullptr);
+  if (e == cudaSuccess) e = cudaDeviceSynchronize();
+  drv_.ctx_pop(&popped);
+  return !Failed(rep, e, "switch context kernel");
+}
 
-  // Output elements of the batch's candidate slots that are not poison.
-  void NotPoison(const Cmd& cmd, Reply* rep) {
-    if (!EnsureCandData(rep)) return;
-    for (uint32_t k = 0; k < cmd.count; ++k) {
-      const int slot = static_cast<int>(cmd.SlotAt(k));
-      for (const Placed& p : out_) {
-        CheckRecord c{};
-        if (!CompareLive(slot, p, &c, rep, "poison check")) return;
-        rep->value += static_cast<uint64_t>(p.numel - c.unwritten);
-      }
+void CudaRank::SwitchContext(Reply* rep) {
+  if (!ref_) return;
+  if (!CreateSwitchContext(rep)) return;
+  if (drv_.ctx_push(other_ctx_) != CUDA_SUCCESS) {
+    rep->rc = -10;
+    snprintf(rep->message, sizeof rep->message, "switch context");
+    return;
+  }
+  cudaError_t e = LaunchDelay(1, nullptr);
+  if (e == cudaSuccess) e = cudaDeviceSynchronize();
+  CUcontext popped = nullptr;
+  drv_.ctx_pop(&popped);
+  Failed(rep, e, "switch context kernel");
+}
+
+bool CudaRank::LoadDriver(Reply* rep) {
+  if (drv_.ctx_pop != nullptr) return true;
+  struct Want {
+    const char* name;
+    void** slot;
+  };
+  const Want want[] = {{"cuDeviceGet", reinterpret_cast<void**>(&drv_.device_get)},
+                       {"cuCtxCreate", reinterpret_cast<void**>(&drv_.ctx_create)},
+                       {"cuCtxPushCurrent", reinterpret_cast<void**>(&drv_.ctx_push)},
+                       {"cuCtxPopCurrent", reinterpret_cast<void**>(&drv_.ctx_pop)}};
+  for (const Want& w : want) {
+    cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSymbolNotFound;
+    // 13000: cuCtxCreate is the v4 variant (with CUctxCreateParams), as in cuda.h.
+    const cudaError_t e =
+        cudaGetDriverEntryPointByVersion(w.name, w.slot, 13000, cudaEnableDefault, &q);
+    if (e != cudaSuccess || q != cudaDriverEntryPointSuccess || *w.slot == nullptr) {
+      drv_ = {};
+      rep->rc = -10;
+      snprintf(rep->message, sizeof rep->message, "driver entry point %s not found", w.name);
+      return false;
     }
   }
+  return true;
+}
 
-  // Calls of the batch whose live candidate outputs all match the reference's
-  // within tolerance (progress probe: the candidate's process is frozen
-  // mid-batch; work it queued may still run, which only adds calls).
-  void CallsDone(const Cmd& cmd, Reply* rep) {
-    if (!EnsureCandData(rep)) return;
-    for (uint32_t k = 0; k < cmd.count; ++k) {
-      const int slot = static_cast<int>(cmd.SlotAt(k));
-      bool ok = true;
-      for (const Placed& p : out_) {
-        CheckRecord c{};
-        if (!CompareLive(slot, p, &c, rep, "progress probe")) return;
-        if (c.mismatches > 0) {
-          ok = false;
-          break;
-        }
-      }
-      rep->value += ok ? 1 : 0;
-    }
-  }
+// ns until an empty kernel completes on this GPU: a context of the
+// candidate that still runs work makes it wait for a time slice.
+void CudaRank::Idle(Reply* rep) {
+  const int64_t t0 = MonotonicNs();
+  if (Failed(rep, LaunchDelay(1, stream_), "idle probe")) return;
+  if (Failed(rep, cudaStreamSynchronize(stream_), "idle probe")) return;
+  rep->value = static_cast<uint64_t>(MonotonicNs() - t0);
+}
 
-  void Digest(int slot, Reply* rep) {
-    if (!EnsureCandData(rep)) return;
-    uint64_t h = 0xcbf29ce484222325ull;
-    for (const Placed& p : out_) {
-      uint64_t d = 0;
-      if (Failed(rep, DigestBytes(At(cand_data_, slot, p), p.bytes, scratch_, stream_, &d), "digest"))
-        return;
-      h = h * 0x100000001b3ull ^ d;
-    }
-    rep->value = h;
-  }
-
-  void Snapshot(const Cmd& cmd, Reply* rep) {
-    if (!EnsureCandData(rep)) return;
-    if (Failed(rep, EnsureSnapshot(cmd.count), "snapshot memory")) return;
-    for (uint32_t k = 0; k < cmd.count; ++k) {
-      int64_t off = static_cast<int64_t>(k) * std::max<int64_t>(out_bytes_, 256);
-      for (const Placed& p : out_) {
-        if (Failed(rep, cudaMemcpyAsync(snapshot_ + off, At(cand_data_, cmd.SlotAt(k), p), p.bytes,
-                                        cudaMemcpyDeviceToDevice, stream_),
-                   "snapshot"))
-          return;
-        off += p.bytes;
-      }
-    }
-    Failed(rep, cudaStreamSynchronize(stream_), "snapshot");
-  }
-
-  void SnapCompare(int slot, Reply* rep) {
-    if (!EnsureCandData(rep)) return;
-    int64_t off = 0;
-    for (const Placed& p : out_) {
-      uint64_t d = 0;
-      if (Failed(rep, CountDiffBytes(At(cand_data_, slot, p), snapshot_ + off, p.bytes, scratch_,
-                                     stream_, &d),
-                 "snapshot comparison"))
-        return;
-      rep->value += d;
-      off += p.bytes;
-    }
-  }
-
-  RankOptions o_;
-  bool ref_ = false;
-  bool ready_ = false;
-  bool inited_ = false;
-  const Problem* problem_ = nullptr;
-  pkf_dtype dtype_ = PKF_F32;
-  Dims dims_;
-  Tolerance tol_;
-  std::vector<Placed> in_, out_;
-  int64_t slot_bytes_ = 0;
-  int64_t out_bytes_ = 0;
-  char* mailbox_ = nullptr;
-  char* peer_mailbox_ = nullptr;
-  char* data_ = nullptr;       // device: this rank's inputs/outputs, all slots
-  char* cand_data_ = nullptr;  // ref: the candidate rank's allocation (IPC)
-  char* snapshot_ = nullptr;   // ref: device copies of candidate outputs, one per call of a batch
-  int64_t snapshot_bytes_ = 0;
-  CUcontext other_ctx_ = nullptr;  // ref: an idle context for SwitchContext
-  struct Driver {  // driver entry points (LoadDriver), null until first needed
-    decltype(&cuDeviceGet) device_get = nullptr;
-    decltype(&cuCtxCreate) ctx_create = nullptr;
-    decltype(&cuCtxPushCurrent) ctx_push = nullptr;
-    decltype(&cuCtxPopCurrent) ctx_pop = nullptr;
-  } drv_;
-  void* scratch_mem_ = nullptr;
-  cudaStream_t stream_ = nullptr;
-  cudaEvent_t start_ = nullptr, stop_ = nullptr;
-  DeviceScratch scratch_;
-  ncclComm_t comm_ = nullptr;
-  std::vector<void*> scratch_ptrs_;
-  std::vector<uint32_t*> flag_ptrs_;
-  pkf_context ctx_{};
-  pkf_run_fn run_ = nullptr;
-  pkf_teardown_fn teardown_ = nullptr;
-};
-
-}  // namespace
 }  // namespace pkforge::kernels::cuda
 
 int main(int argc, char** argv) {

@@ -63,7 +63,7 @@ std::vector<std::string> PolicyAccepted(const std::string& candidate, int min_wo
 }
 
 // Every output tensor is verified: a rank's reply carries at most
-// kMaxOutputs check records (rank.cc / rank_cuda.cc Check: n_checks =
+// kMaxOutputs check records (rank.cc / rank_cuda_checks.cc Check: n_checks =
 // min(outputs, kMaxOutputs)), so outputs past the 4th of a problem would
 // never be compared and a candidate could leave them unwritten and pass
 // (moe_token_preprocess has exactly 4 today). Guards every problem added

@@ -1,0 +1,120 @@
+// The trusted rank process of the cuda backend (pkforge-cuda-rank): the class
+// CudaRank. Private to that binary: rank_cuda.cc has the command loop,
+// set-up, generation and timed calls (and main), rank_cuda_checks.cc the
+// verification commands that compare the candidate's buffers on the device.
+// What the process is and does: the comment at the top of rank_cuda.cc.
+#pragma once
+
+#include <cuda.h>
+#include <cuda_runtime.h>
+#include <nccl.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "kernels/cuda/device_ops.h"
+#include "kernels/harness/problem.h"
+#include "kernels/harness/protocol.h"
+#include "kernels/harness/rank.h"
+#include "pkforge/candidate.h"
+
+namespace pkforge::kernels::cuda {
+
+// Sets rep->rc/message from a CUDA or NCCL error; returns true when failed.
+inline bool Failed(Reply* rep, cudaError_t e, const char* what) {
+  if (e == cudaSuccess) return false;
+  rep->rc = -10;
+  snprintf(rep->message, sizeof rep->message, "CUDA error in %s: %s (%s)", what,
+           cudaGetErrorName(e), cudaGetErrorString(e));
+  return true;
+}
+inline bool Failed(Reply* rep, ncclResult_t e, const char* what) {
+  if (e == ncclSuccess) return false;
+  rep->rc = -11;
+  snprintf(rep->message, sizeof rep->message, "NCCL error in %s: %s", what, ncclGetErrorString(e));
+  return true;
+}
+
+class CudaRank {
+ public:
+  explicit CudaRank(const RankOptions& o) : o_(o) {}
+
+  int Main();
+
+ private:
+  int Fail(const std::string& why);
+
+  // The NVTX range around each call: the profiler keeps the candidate's.
+  const char* RangeName() const { return ref_ ? "pkforge_reference" : "pkforge_candidate"; }
+
+  char* Base() const { return data_; }
+  // The candidate's buffers: mapped by IPC in the reference rank.
+  char* CandBase() const { return ref_ ? cand_data_ : data_; }
+
+  // Commands and their set-up (rank_cuda.cc).
+  void Init(Reply* rep);
+  void Setup(Reply* rep);
+  bool EnsureCandData(Reply* rep);
+  cudaError_t PoisonOutputs(char* base, int slot);
+  void Gen(int slot, uint64_t seed, bool candidate_too, bool finish, Reply* rep);
+  void Tensors(char* base, int slot, std::vector<pkf_tensor>* in, std::vector<pkf_tensor>* out);
+  void Run(int slot, Reply* rep);
+  void Batch(const Cmd& cmd, Reply* rep);
+  bool CreateSwitchContext(Reply* rep);
+  void SwitchContext(Reply* rep);
+  bool LoadDriver(Reply* rep);
+  void Idle(Reply* rep);
+
+  // Verification commands and their snapshot memory (rank_cuda_checks.cc).
+  cudaError_t EnsureSnapshot(uint32_t count);
+  void Check(const Cmd& cmd, Reply* rep);
+  bool CompareLive(int slot, const Placed& p, CheckRecord* c, Reply* rep, const char* what);
+  void NotPoison(const Cmd& cmd, Reply* rep);
+  void CallsDone(const Cmd& cmd, Reply* rep);
+  void Digest(int slot, Reply* rep);
+  void Snapshot(const Cmd& cmd, Reply* rep);
+  void SnapCompare(int slot, Reply* rep);
+
+  char* At(char* base, int slot, const Placed& p) const {
+    return base + static_cast<int64_t>(slot) * slot_bytes_ + p.offset;
+  }
+
+  RankOptions o_;
+  bool ref_ = false;
+  bool ready_ = false;
+  bool inited_ = false;
+  const Problem* problem_ = nullptr;
+  pkf_dtype dtype_ = PKF_F32;
+  Dims dims_;
+  Tolerance tol_;
+  std::vector<Placed> in_, out_;
+  int64_t slot_bytes_ = 0;
+  int64_t out_bytes_ = 0;
+  char* mailbox_ = nullptr;
+  char* peer_mailbox_ = nullptr;
+  char* data_ = nullptr;       // device: this rank's inputs/outputs, all slots
+  char* cand_data_ = nullptr;  // ref: the candidate rank's allocation (IPC)
+  char* snapshot_ = nullptr;   // ref: device copies of candidate outputs, one per call of a batch
+  int64_t snapshot_bytes_ = 0;
+  CUcontext other_ctx_ = nullptr;  // ref: an idle context for SwitchContext
+  struct Driver {  // driver entry points (LoadDriver), null until first needed
+    decltype(&cuDeviceGet) device_get = nullptr;
+    decltype(&cuCtxCreate) ctx_create = nullptr;
+    decltype(&cuCtxPushCurrent) ctx_push = nullptr;
+    decltype(&cuCtxPopCurrent) ctx_pop = nullptr;
+  } drv_;
+  void* scratch_mem_ = nullptr;
+  cudaStream_t stream_ = nullptr;
+  cudaEvent_t start_ = nullptr, stop_ = nullptr;
+  DeviceScratch scratch_;
+  ncclComm_t comm_ = nullptr;
+  std::vector<void*> scratch_ptrs_;
+  std::vector<uint32_t*> flag_ptrs_;
+  pkf_context ctx_{};
+  pkf_run_fn run_ = nullptr;
+  pkf_teardown_fn teardown_ = nullptr;
+};
+
+}  // namespace pkforge::kernels::cuda

@@ -1,0 +1,167 @@
+// The cuda rank's verification commands (kOpCheck, kOpPoisonCheck,
+// kOpProgress, kOpDigest, kOpSnapshot, kOpSnapCompare) and the snapshot
+// memory they compare against: the reference rank reads the candidate's
+// buffers through its IPC mapping and compares on the device. Members of
+// CudaRank (rank_cuda.h); the command loop and everything else are in
+// rank_cuda.cc.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+
+#include "kernels/cuda/device_ops.h"
+#include "kernels/cuda/rank_cuda.h"
+#include "kernels/harness/protocol.h"
+
+namespace pkforge::kernels::cuda {
+
+// Device memory for `count` snapshots of this rank's outputs.
+cudaError_t CudaRank::EnsureSnapshot(uint32_t count) {
+  const int64_t need = std::max<int64_t>(out_bytes_, 256) * count;
+  if (need <= snapshot_bytes_) return cudaSuccess;
+  if (snapshot_ != nullptr) cudaFree(snapshot_);
+  snapshot_ = nullptr;
+  snapshot_bytes_ = 0;
+  cudaError_t e = cudaMalloc(&snapshot_, static_cast<size_t>(need));
+  if (e == cudaSuccess) snapshot_bytes_ = need;
+  return e;
+}
+
+// Snapshot k (taken right after the candidate's call) against the
+// reference outputs of the batch's k-th slot, plus the candidate's live
+// inputs against the generated ones; accumulated over the batch, value =
+// index of the first call with a mismatch.
+void CudaRank::Check(const Cmd& cmd, Reply* rep) {
+  if (!EnsureCandData(rep)) return;
+  rep->n_checks = static_cast<uint32_t>(std::min<size_t>(out_.size(), kMaxOutputs));
+  for (uint32_t o = 0; o < rep->n_checks; ++o) rep->checks[o].first_index = -1;
+  rep->value = UINT64_MAX;
+  if (static_cast<int64_t>(cmd.count) * std::max<int64_t>(out_bytes_, 256) > snapshot_bytes_) {
+    rep->rc = -1;
+    snprintf(rep->message, sizeof rep->message, "check of %u calls without their snapshots",
+             cmd.count);
+    return;
+  }
+  for (uint32_t k = 0; k < cmd.count; ++k) {
+    const int slot = static_cast<int>(cmd.SlotAt(k));
+    for (const Placed& p : in_) {
+      uint64_t d = 0;
+      if (Failed(rep, CountDiffBytes(At(cand_data_, slot, p), At(data_, slot, p), p.bytes,
+                                     scratch_, stream_, &d),
+                 "input comparison"))
+        return;
+      rep->input_diff += d;
+    }
+    int64_t off = static_cast<int64_t>(k) * std::max<int64_t>(out_bytes_, 256);
+    for (uint32_t o = 0; o < rep->n_checks; ++o) {
+      const Placed& p = out_[o];
+      CheckRecord c{};
+      if (Failed(rep, CompareOutputs(snapshot_ + off, At(data_, slot, p), p.dtype, p.numel,
+                                     tol_.atol, tol_.rtol, PoisonBits(p.dtype), scratch_, stream_,
+                                     &c),
+                 "output comparison"))
+        return;
+      off += p.bytes;
+      CheckRecord& a = rep->checks[o];
+      a.elements += c.elements;
+      a.unwritten += c.unwritten;
+      a.max_abs = std::max(a.max_abs, c.max_abs);
+      a.max_rel = std::max(a.max_rel, c.max_rel);
+      if (c.mismatches > 0 && a.mismatches == 0) {
+        a.first_index = c.first_index;
+        a.expected = c.expected;
+        a.actual = c.actual;
+      }
+      if (c.mismatches > 0 && rep->value == UINT64_MAX) rep->value = k;
+      a.mismatches += c.mismatches;
+    }
+  }
+}
+
+// The candidate's live output p of `slot` against the reference's into *c;
+// false (rep failed, naming `what`) on a CUDA error.
+bool CudaRank::CompareLive(int slot, const Placed& p, CheckRecord* c, Reply* rep,
+                           const char* what) {
+  return !Failed(rep, CompareOutputs(At(cand_data_, slot, p), At(data_, slot, p), p.dtype, p.numel,
+                                     tol_.atol, tol_.rtol, PoisonBits(p.dtype), scratch_, stream_,
+                                     c),
+                 what);
+}
+
+// Output elements of the batch's candidate slots that are not poison.
+void CudaRank::NotPoison(const Cmd& cmd, Reply* rep) {
+  if (!EnsureCandData(rep)) return;
+  for (uint32_t k = 0; k < cmd.count; ++k) {
+    const int slot = static_cast<int>(cmd.SlotAt(k));
+    for (const Placed& p : out_) {
+      CheckRecord c{};
+      if (!CompareLive(slot, p, &c, rep, "poison check")) return;
+      rep->value += static_cast<uint64_t>(p.numel - c.unwritten);
+    }
+  }
+}
+
+// Calls of the batch whose live candidate outputs all match the reference's
+// within tolerance (progress probe: the candidate's process is frozen
+// mid-batch; work it queued may still run, which only adds calls).
+void CudaRank::CallsDone(const Cmd& cmd, Reply* rep) {
+  if (!EnsureCandData(rep)) return;
+  for (uint32_t k = 0; k < cmd.count; ++k) {
+    const int slot = static_cast<int>(cmd.SlotAt(k));
+    bool ok = true;
+    for (const Placed& p : out_) {
+      CheckRecord c{};
+      if (!CompareLive(slot, p, &c, rep, "progress probe")) return;
+      if (c.mismatches > 0) {
+        ok = false;
+        break;
+      }
+    }
+    rep->value += ok ? 1 : 0;
+  }
+}
+
+void CudaRank::Digest(int slot, Reply* rep) {
+  if (!EnsureCandData(rep)) return;
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (const Placed& p : out_) {
+    uint64_t d = 0;
+    if (Failed(rep, DigestBytes(At(cand_data_, slot, p), p.bytes, scratch_, stream_, &d), "digest"))
+      return;
+    h = h * 0x100000001b3ull ^ d;
+  }
+  rep->value = h;
+}
+
+void CudaRank::Snapshot(const Cmd& cmd, Reply* rep) {
+  if (!EnsureCandData(rep)) return;
+  if (Failed(rep, EnsureSnapshot(cmd.count), "snapshot memory")) return;
+  for (uint32_t k = 0; k < cmd.count; ++k) {
+    int64_t off = static_cast<int64_t>(k) * std::max<int64_t>(out_bytes_, 256);
+    for (const Placed& p : out_) {
+      if (Failed(rep, cudaMemcpyAsync(snapshot_ + off, At(cand_data_, cmd.SlotAt(k), p), p.bytes,
+                                      cudaMemcpyDeviceToDevice, stream_),
+                 "snapshot"))
+        return;
+      off += p.bytes;
+    }
+  }
+  Failed(rep, cudaStreamSynchronize(stream_), "snapshot");
+}
+
+void CudaRank::SnapCompare(int slot, Reply* rep) {
+  if (!EnsureCandData(rep)) return;
+  int64_t off = 0;
+  for (const Placed& p : out_) {
+    uint64_t d = 0;
+    if (Failed(rep, CountDiffBytes(At(cand_data_, slot, p), snapshot_ + off, p.bytes, scratch_,
+                                   stream_, &d),
+               "snapshot comparison"))
+      return;
+    rep->value += d;
+    off += p.bytes;
+  }
+}
+
+}  // namespace pkforge::kernels::cuda
