@@ -206,6 +206,7 @@ sandbox::SandboxPolicy Compiler::Policy(const std::string& scratch) const {
   p.ro_paths = sandbox_ro_paths_;
   p.rw_paths = config_.extra_rw_paths;
   p.gpu = false;  // nvcc needs no device; a compile never sees one
+  p.mask_endless_devices = true;  // `#include "/dev/zero"` fails at once
   p.env = {"PATH=" + sandbox_path_env_, "HOME=/tmp", "TMPDIR=/tmp",
            // Plain ASCII quotes in diagnostics, the same bytes on every host
            // (compile errors are cached).

@@ -249,6 +249,9 @@ std::vector<std::string> BuildBwrapArgs(const BwrapRequest& r) {
   for (const std::string& p : r.layout.proc_read_only) add({"--ro-bind", p, p});
   for (const std::string& m : r.layout.proc_masks) add({"--ro-bind", "/dev/null", m});
   add({"--dev", "/dev"});
+  if (policy.mask_endless_devices)
+    for (const char* d : {"/dev/zero", "/dev/full", "/dev/random", "/dev/urandom"})
+      add({"--ro-bind", "/dev/null", d});
   const std::string tmpfs_bytes = std::to_string(policy.tmpfs_mb * 1024 * 1024);
   if (policy.tmpfs_mb > 0) add({"--size", tmpfs_bytes});
   add({"--tmpfs", "/tmp"});

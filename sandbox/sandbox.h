@@ -129,6 +129,12 @@ struct SandboxPolicy {
   // set CUDA_VISIBLE_DEVICES to host indices (README "GPUs").
   bool gpu = false;
   std::vector<int> gpus;
+  // The device files that read without end (/dev/zero, /dev/full,
+  // /dev/random, /dev/urandom) read as /dev/null inside: a compile that
+  // `#include`s one ends at once instead of growing to max_memory_mb (API
+  // fuzzing: 8 GiB and 43 s per request). Not for code that needs entropy
+  // from them (NCCL's unique id reads /dev/urandom).
+  bool mask_endless_devices = false;
   // CPUs the command and everything it starts may run on (the affinity of
   // the sandbox's first process, inherited): the executor gives concurrent
   // evaluations disjoint sets (executor/cpu_lanes.h), so one evaluation's

@@ -48,6 +48,22 @@ BwrapRequest Request(const SandboxConfig& config, const SandboxPolicy& policy) {
   return r;
 }
 
+// The compile sandbox's policy: the endless device files are /dev/null
+// (mounted without device access) after bwrap's own /dev; by default they
+// are left alone (NCCL reads /dev/urandom).
+TEST(BwrapArgsTest, EndlessDevicesAreMaskedOnlyWhenAsked) {
+  SandboxConfig config;
+  SandboxPolicy policy;
+  auto plain = BuildBwrapArgs(Request(config, policy));
+  EXPECT_LT(Find(plain, {"--ro-bind", "/dev/null", "/dev/zero"}), 0);
+  policy.mask_endless_devices = true;
+  auto args = BuildBwrapArgs(Request(config, policy));
+  const int dev = Find(args, {"--dev", "/dev"});
+  ASSERT_GE(dev, 0);
+  for (const char* d : {"/dev/zero", "/dev/full", "/dev/random", "/dev/urandom"})
+    EXPECT_GT(Find(args, {"--ro-bind", "/dev/null", d}), dev) << d;
+}
+
 TEST(BwrapArgsTest, IsolatesEverythingByDefault) {
   SandboxConfig config;
   SandboxPolicy policy;
