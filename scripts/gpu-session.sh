@@ -16,6 +16,7 @@
 #   scripts/gpu-session.sh fid   cuda fidelity at the default size with and without the
 #                                symmetry measures (reference filter, CPU wake-up hold)
 #   scripts/gpu-session.sh s17a|s17b|s17c  session 17's three calls (below)
+#   scripts/gpu-session.sh s18a  the next session's first call (below)
 #   scripts/gpu-session.sh c     session 16's leftovers: control_linger_once (the idle
 #                                probe's excuse now named), the whole oracle test (only 65
 #                                of 126 jobs ever reached), the wake-gap diagnosis on the
@@ -199,6 +200,21 @@ if [[ "$PART" == s17c ]]; then
   W="stdbuf -oL $B/bin/pkforge-worker bench --backend cuda --candidates $B/kernels/candidates --world-size 1 --size default"
   t fid_rest 200 $H $W --repeats 2 --problems ddp,zero1,zero2,allgather_gemm_at,clip_grad_norm_ep,combined_sharded_gemms,gnn_feature_exchange,hyena_conv1d_halo,moe_token_preprocess,sinkhorn_knopp,ulysses_gather_heads_scatter_seq,ulysses_gather_seq_scatter_heads,ulysses_gather_seq_scatter_heads_qkv
   t fid_budget 140 PKFORGE_SET_BUDGET_MB=2048 $H $W --repeats 3 --problems broadcast,gather,scatter,allgather,embedding_lookup
+fi
+if [[ "$PART" == s18a ]]; then
+  # Next session, first call: the stall rule on batch_fuse_group (H100
+  # session 17: OK at 14.9x/15.3x in 2 of 3 runs before it), the rank_cuda
+  # split (rank_cuda_checks.cc) through the executor and the fast GPU tests,
+  # and where an evaluation's time goes with 2 GiB of input sets (round-diag).
+  t fuse 60 $H $B/kernels/redteam_gpu_test --gtest_filter='*batch_fuse_group*:*linger*:*control_nccl_per_call*'
+  t executor 170 $H $B/executor/executor_gpu_test
+  t kernels 200 $H $B/kernels/kernels_gpu_test --gtest_filter=-*CudaReferenceMatchesHostOracle*:*EveryNaiveCuda*:*ReferenceAsCandidate*
+  for b in 512 2048; do
+    t "rdiag_$b" 40 PKFORGE_TIMING_DIAG=1 PKFORGE_SET_BUDGET_MB=$b $H $B/bin/pkforge-worker launch \
+      --problem broadcast --backend cuda --world-size 1 --dtype bf16 --size default --json \
+      $B/kernels/candidates/ref_cuda_broadcast.so
+    grep -h "^phase\|^round-diag" "/tmp/gpu-logs/logs/rdiag_$b.log"
+  done
 fi
 if [[ "$PART" == 3 ]]; then
   t templates 250 $H $B/agent/kernel_templates_gpu_test
