@@ -16,6 +16,7 @@
 #include <utility>
 
 #include "absl/strings/match.h"
+#include "absl/strings/str_replace.h"
 #include "absl/time/time.h"
 #include "common/files.h"
 #include "common/sha256.h"
@@ -475,8 +476,19 @@ absl::StatusOr<CompileOutcome> Compiler::Finish(const CacheEntry& entry, const s
   out.info.set_cache_hit(cache_hit);
   out.info.set_compile_ms(cache_hit ? 0 : entry.compile_ms);
   out.info.set_compiler(entry.compiler);
-  for (const auto& f : entry.flags) out.info.add_flags(f);
-  out.info.set_output(entry.output);
+  // Clients see the include directories by name, not where this executor is
+  // installed (API fuzzing: CompileInfo.flags disclosed the install path).
+  std::vector<std::pair<std::string, std::string>> hide = {
+      {config_.include_dir, "<pkforge-include>"}};
+  for (size_t i = 0; i < config_.extra_include_dirs.size(); ++i)
+    hide.emplace_back(config_.extra_include_dirs[i], fmt::format("<extra-include-{}>", i));
+  const auto redact = [&](std::string s) {
+    for (const auto& [from, to] : hide)
+      if (!from.empty()) s = absl::StrReplaceAll(s, {{from, to}});
+    return s;
+  };
+  for (const auto& f : entry.flags) out.info.add_flags(redact(f));
+  out.info.set_output(redact(entry.output));
   out.info.set_output_truncated(entry.output_truncated);
   out.info.set_artifact_sha256(key);
   if (entry.ok) {

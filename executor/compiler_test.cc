@@ -67,7 +67,10 @@ TEST_F(CompilerTest, HostCompileProducesALoadableLibraryExportingPkfRun) {
               ::testing::IsSupersetOf(
                   std::vector<std::string>{"-std=c++20", "-O3", "-shared", "-fPIC", "-pthread",
                                            "-falign-functions=64", "-falign-loops=64",
-                                           std::string("-I") + PKFORGE_KERNELS_INCLUDE}));
+                                           "-I<pkforge-include>"}));
+  // Where the executor is installed is not the client's business (API fuzzing).
+  for (const auto& f : out->info.flags())
+    EXPECT_THAT(f, Not(HasSubstr(PKFORGE_KERNELS_INCLUDE))) << f;
   EXPECT_THAT(out->artifact_path, StartsWith(dir_.path() + "/dest/"));
   std::printf("[ metric ] host compile: %.0f ms\n", out->info.compile_ms());
 
@@ -140,6 +143,21 @@ TEST_F(CompilerTest, DiagnosticsQuotingInvalidUtf8StayValidUtf8) {
 // and the driver then exits with an error, so no signal is ours to report.
 // Unbounded expansion still does that: a macro doubling 30 times (2^30
 // tokens) is reported as the compiler running out of memory.
+// Diagnostics that point into the harness's headers name them under
+// <pkforge-include>, not the executor's install path.
+TEST_F(CompilerTest, DiagnosticsDoNotDiscloseTheInstallPath) {
+  auto compiler = Make(BaseConfig());
+  ASSERT_NE(compiler, nullptr);
+  // A pkf_run of the wrong type: the compiler cites candidate.h's declaration.
+  auto out = compiler->Compile(
+      Host("#include \"pkforge/candidate.h\"\nextern \"C\" double pkf_run(int) { return 0; }\n"),
+      dir_.Sub("dest"));
+  ASSERT_TRUE(out.ok()) << out.status();
+  ASSERT_FALSE(out->ok);
+  EXPECT_THAT(out->info.output(), HasSubstr("<pkforge-include>/pkforge/candidate.h"));
+  EXPECT_THAT(out->info.output(), Not(HasSubstr(PKFORGE_KERNELS_INCLUDE)));
+}
+
 TEST_F(CompilerTest, AnUnboundedExpansionIsReportedAsTheCompilerRunningOutOfMemory) {
   CompilerConfig config = BaseConfig();
   config.max_memory_mb = 256;
