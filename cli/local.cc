@@ -347,6 +347,9 @@ void PrintLocalResult(const LocalResult& r, bool json) {
   }
 }
 
+// Long (~150 lines): the whole `pkforge local` session in order (choices
+// said out loud, the embedded executor and orchestrator, the job, Ctrl-C,
+// the watch, the result); each step is a few lines or a function of its own.
 int RunLocal(const LocalOptions& lo) {
   const JobFlags& o = lo.job;
   const bool json = lo.output == "json";

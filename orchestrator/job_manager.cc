@@ -314,6 +314,50 @@ v1::JobState JobManager::EndJob(Job& job, v1::JobState state, std::string reason
   }
 }
 
+// How a job that ran here ended (mu_ held): a shutdown, a cancel, the
+// agent's result or its failure, and a job whose every evaluation was
+// refused failed whatever the agent made of it.
+v1::JobState JobManager::EndStateLocked(Job& job, const absl::StatusOr<agent::AgentResult>& result,
+                                        std::string* reason, std::string* error) {
+  v1::JobState state;
+  const bool cancelled = job.cancel_requested;
+  const bool shutdown = shutting_down_ && !cancelled && job.cancel.ExplicitlyCancelled();
+  if (shutdown) {
+    state = v1::JOB_STATE_INTERRUPTED;
+    *reason = *error = shutdown_reason_;
+  } else if (cancelled) {
+    // A cancel that came before the job ended wins, whatever the agent
+    // made of it: a replay agent whose last evaluation the cancel cut
+    // short ended "nothing left to try", and the job read SUCCEEDED (API
+    // fuzzing, session 16).
+    state = v1::JOB_STATE_CANCELLED;
+    *reason = job.cancel_reason.empty() ? "cancelled" : "cancelled: " + job.cancel_reason;
+  } else if (result.ok()) {
+    state = v1::JOB_STATE_SUCCEEDED;
+    *reason = result->stop_reason;
+    // The manager's backstop deadline fired rather than the agent's budget.
+    if (result->stop == agent::StopReason::kCancelled) *reason = "wall budget";
+  } else if (job.cancel.status().code() == absl::StatusCode::kDeadlineExceeded) {
+    state = v1::JOB_STATE_SUCCEEDED;
+    *reason = "wall budget";
+  } else {
+    state = v1::JOB_STATE_FAILED;
+    *error = std::string(result.status().message());
+    // The real reason, not just "failed" (bounded: it is repeated in lists).
+    *reason = "failed: " + (error->size() > 1024 ? error->substr(0, 1024) + "..." : *error);
+  }
+  // Every evaluation refused by the executors (a configuration they never
+  // run): the job failed, whatever the agent made of having no result.
+  const ProgressSnapshot progress = job.progress.Get();
+  if (state == v1::JOB_STATE_SUCCEEDED && progress.evaluations == 0 && progress.refused > 0) {
+    state = v1::JOB_STATE_FAILED;
+    *error = fmt::format("every evaluation ({}) was refused by the executor: {}",
+                         progress.refused, progress.first_refusal);
+    *reason = *error;
+  }
+  return state;
+}
+
 void JobManager::RunJob(std::shared_ptr<Job> job) {
   bool spent = false;
   {
@@ -428,42 +472,7 @@ void JobManager::RunJob(std::shared_ptr<Job> job) {
   std::string reason, error;
   {
     std::lock_guard lock(mu_);
-    const bool cancelled = job->cancel_requested;
-    const bool shutdown = shutting_down_ && !cancelled && job->cancel.ExplicitlyCancelled();
-    if (shutdown) {
-      final_state = v1::JOB_STATE_INTERRUPTED;
-      reason = error = shutdown_reason_;
-    } else if (cancelled) {
-      // A cancel that came before the job ended wins, whatever the agent
-      // made of it: a replay agent whose last evaluation the cancel cut
-      // short ended "nothing left to try", and the job read SUCCEEDED (API
-      // fuzzing, session 16).
-      final_state = v1::JOB_STATE_CANCELLED;
-      reason = job->cancel_reason.empty() ? "cancelled" : "cancelled: " + job->cancel_reason;
-    } else if (result.ok()) {
-      final_state = v1::JOB_STATE_SUCCEEDED;
-      reason = result->stop_reason;
-      // The manager's backstop deadline fired rather than the agent's budget.
-      if (result->stop == agent::StopReason::kCancelled) reason = "wall budget";
-    } else if (job->cancel.status().code() == absl::StatusCode::kDeadlineExceeded) {
-      final_state = v1::JOB_STATE_SUCCEEDED;
-      reason = "wall budget";
-    } else {
-      final_state = v1::JOB_STATE_FAILED;
-      error = std::string(result.status().message());
-      // The real reason, not just "failed" (bounded: it is repeated in lists).
-      reason = "failed: " + (error.size() > 1024 ? error.substr(0, 1024) + "..." : error);
-    }
-    // Every evaluation refused by the executors (a configuration they never
-    // run): the job failed, whatever the agent made of having no result.
-    const ProgressSnapshot progress = job->progress.Get();
-    if (final_state == v1::JOB_STATE_SUCCEEDED && progress.evaluations == 0 &&
-        progress.refused > 0) {
-      final_state = v1::JOB_STATE_FAILED;
-      error = fmt::format("every evaluation ({}) was refused by the executor: {}",
-                          progress.refused, progress.first_refusal);
-      reason = error;
-    }
+    final_state = EndStateLocked(*job, result, &reason, &error);
   }
   spdlog::info("job {} {}: {}{}", job->id, ProtoStateName(final_state), reason,
                error.empty() || reason.find(error) != std::string::npos ? "" : " (" + error + ")");

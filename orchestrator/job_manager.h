@@ -139,6 +139,9 @@ class JobManager {
   // Appends a waiting_for_executor event of the job.
   void ReportWait(Job& job, bool waiting, const std::string& reason);
   void RunJob(std::shared_ptr<Job> job);
+  // RunJob's end: the state, reason and error of a job that ran here (mu_ held).
+  v1::JobState EndStateLocked(Job& job, const absl::StatusOr<agent::AgentResult>& result,
+                              std::string* reason, std::string* error);
   // Appends a state event and (unless terminal and already stored) moves the row.
   absl::Status Transition(Job& job, v1::JobState state, const std::string& reason,
                           const std::string& error);

@@ -23,6 +23,8 @@ using pkforge::orchestrator::OrchestratorConfig;
 
 }  // namespace
 
+// Long (~150 lines) because it is mostly the flat list of flags, each next to
+// its help text, then the config merge and the server's start and stop.
 int main(int argc, char** argv) {
   CLI::App app{"pkforge-orchestrator: runs LLM/search/replay agents that optimize multi-GPU "
                "kernels, with a durable trajectory database"};

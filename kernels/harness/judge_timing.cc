@@ -24,6 +24,10 @@ namespace pkforge::kernels::judge_internal {
 // snapshot every call's outputs immediately afterwards and every call is
 // verified. A batch's per-call time = (wall - the reference side's smallest
 // empty round trip) / calls. Reference and candidate batches alternate ABBA.
+// Long (~155 lines) on purpose: one loop over the secretly drawn schedule
+// (timing_schedule.h), whose steps (inputs, poison check, timed pair, check,
+// round trip, samples) share the loop's sample vectors and the settling
+// lambdas; the steps themselves are functions (TimedPair, CheckBatch, ...).
 bool Judge::Timing() {
   pool_.StartPhase();
   const v1::Phase ph = v1::PHASE_TIMING;
