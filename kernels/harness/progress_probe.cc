@@ -107,7 +107,9 @@ ProgressVerdict JudgeProgress(const std::vector<ProgressSample>& samples, bool a
       ++ahead_only;  // flags, never convicts (see the header)
     } else {
       if (f == ProgressFinding::kBehind || f == ProgressFinding::kAhead) ++bad;
-      if (f == ProgressFinding::kBehind && s.done <= 0 && s.elapsed >= kStallElapsed) ++v.stalled;
+      if (!ahead_convicts && f == ProgressFinding::kBehind && s.done < kStallDone &&
+          s.elapsed >= kStallElapsed)
+        ++v.stalled;
       // Anomalies must also be most of the conclusive probes: load from
       // other processes can slow an honest candidate on one probe, not on
       // nearly all.
@@ -139,8 +141,8 @@ ProgressVerdict JudgeProgress(const std::vector<ProgressSample>& samples, bool a
   // fusion reads behind on ~40-60% of its probes and consistent on the
   // rest (round 13 probe_gap_fuse: 9 of 16 behind, OK at 11.9x while the
   // ratios above only flagged).
-  // Or stalled probes (progress_probe.h, kHonestStall): whole-batch fusion
-  // on cuda, nothing done until everything is.
+  // Or, on cuda, stalled probes (progress_probe.h, kHonestStall): whole-batch
+  // fusion, next to nothing done until everything is.
   v.cheat = (bad >= 2 && 4 * bad >= 3 * conclusive) || (bad >= 4 && 3 * bad >= 2 * conclusive) ||
             (bad >= 4 && BinomialTail(conclusive, bad, kHonestAnomaly) < kHonestTail) ||
             (v.stalled >= 4 && BinomialTail(conclusive, v.stalled, kHonestStall) < kHonestTail);

@@ -106,7 +106,7 @@ struct ProgressVerdict {
   int anomalous = 0;   // probes behind or ahead
   int conclusive = 0;  // probes not inconclusive
   int ahead_only = 0;  // ahead probes that may not convict (ahead_convicts false)
-  int stalled = 0;     // behind probes with no call done after kStallElapsed
+  int stalled = 0;     // cuda: behind probes under kStallDone done after kStallElapsed
   std::string detail;  // every probe, for the check's detail
 };
 
@@ -127,20 +127,27 @@ ProgressVerdict JudgeProgress(const std::vector<ProgressSample>& samples,
 double BinomialTail(int n, int k, double q);
 inline constexpr double kHonestAnomaly = 0.05;
 inline constexpr double kHonestTail = 1e-5;
-// The fourth rule: "stalled" probes, behind with not one call of the batch
-// done after at least kStallElapsed of its time, are what whole-batch fusion
-// shows until its fused work lands (then every call is done at once, which
-// reads consistent past half the batch). An honest candidate stalls only if
-// every call it made in a third of a batch was still running: rarer than
-// behind (red team round 13: 5 behind probes in ~950 of honest candidates
-// under load, not all of them stalled), so kHonestStall is 2x that rate.
-// H100 (session 17, bundle 483d0f1): batch_fuse_group read 0% done at
-// 34-52% on 5 of 10 probes and 100% at 59-73% on the other 5: 5 of 10
-// anomalous only flagged (the binomial rule needs 6), and it was OK at
-// 14.9x and 15.3x in 2 of 3 runs. Stalled: at least 4 (stalls of one
-// lasting cause, not independent draws, are the risk the count guards
-// against), with an honest tail under kHonestTail (4 of 10, 5 of 20).
+// The fourth rule, cuda only (ahead_convicts false): "stalled" probes,
+// behind with under kStallDone of the batch's calls done after at least
+// kStallElapsed of its time, are what whole-batch fusion shows until its
+// fused work lands (then every call is done at once, which reads consistent
+// past half the batch, and "ahead" only flags on cuda). GPU work queued
+// before the stop only adds done calls, so an honest candidate stalls only
+// if its host did not get to launch a twentieth of its calls in a third of
+// the batch. H100 (session 17, bundle 483d0f1): batch_fuse_group read 0%
+// done at 34-52% on 5 of 10 probes and 100% at 59-73% on the other 5: 5 of
+// 10 anomalous only flagged (the binomial rule needs 6), and it was OK at
+// 14.9x and 15.3x in 2 of 3 runs. Stalled: at least 4 (stalls of one lasting
+// cause, not independent draws, are the risk the count guards against), with
+// an honest tail under kHonestTail at kHonestStall (4 of 10, 5 of 20).
+// A fraction, not "no call": one honest call before the fused ones would
+// otherwise make every probe not stalled (red team round 23
+// r23_real_first_blast). Not on the host, where the ahead probes convict and
+// drip batches see fusion: there, honest candidates of several idle threads
+// per rank at world size 8 on 2 CPUs stalled on 24% of their probes (round
+// 23: r20_control_threshold_pool convicted 4 of 24 by this rule alone).
 inline constexpr double kStallElapsed = 1.0 / 3;
+inline constexpr double kStallDone = 0.05;
 inline constexpr double kHonestStall = 0.01;
 
 // Whether the probes so far decide: at least `wanted` conclusive, and none

@@ -183,14 +183,16 @@ TEST(ProgressProbe, ASteadyShareBehindOverManyProbesConvicts) {
   EXPECT_FALSE(JudgeProgress(mix(6, 9)).cheat);  // 6 of 15
 }
 
-// Stalled probes (nothing done after a third of the batch): whole-batch
-// fusion on cuda reads 0% until its fused work lands and 100% after, past
-// half the batch, where "100%" is consistent. The probes of
+// Stalled probes (cuda: under 5% of the calls done after a third of the
+// batch): whole-batch fusion reads ~0% until its fused work lands and 100%
+// after, past half the batch, where "100%" is consistent. The probes of
 // batch_fuse_group on the H100 (session 17, 1024-call batches, ahead not
 // convicting): 5 of 10 anomalous, a flag only under the other rules (it was
 // OK at 15.3x); convicted by the stall rule. A few stalls among honest
-// probes, or stalls before a third of the batch, stay a flag at most.
-TEST(ProgressProbe, StalledProbesConvictWholeBatchFusion) {
+// probes, stalls before a third of the batch, or the host's probes (round 23:
+// an honest pool at world 8 on 2 CPUs stalled on 24% of them) stay a flag
+// at most.
+TEST(ProgressProbe, StalledProbesConvictWholeBatchFusionOnCuda) {
   auto probe = [](double elapsed, double done) {
     ProgressSample s{elapsed, done, true};
     s.calls = 1024;
@@ -206,15 +208,32 @@ TEST(ProgressProbe, StalledProbesConvictWholeBatchFusion) {
   EXPECT_EQ(v.conclusive, 10);
   EXPECT_EQ(v.stalled, 5);
   EXPECT_TRUE(v.cheat) << v.detail;
-  // Without the stall rule's evidence (a call done on each behind probe)
-  // the same counts only flag: the rule is what convicts it.
+  // One honest call (or a few) before the fused ones: still stalled (red
+  // team round 23 r23_real_first_blast made "no call done" false that way).
+  std::vector<ProgressSample> one_first = fuse_group;
+  for (ProgressSample& s : one_first)
+    if (s.done == 0) s.done = 8.0 / 1024;
+  EXPECT_EQ(JudgeProgress(one_first, false).stalled, 5);
+  EXPECT_TRUE(JudgeProgress(one_first, false).cheat);
+  // Behind with a twentieth of the calls done or more: not stalled, the
+  // same counts only flag (the rule is what convicts the fuser above).
   std::vector<ProgressSample> partial = fuse_group;
   for (ProgressSample& s : partial)
-    if (s.done == 0) s.done = 2.0 / 1024;
+    if (s.done == 0) s.done = 0.06;
   const ProgressVerdict p = JudgeProgress(partial, false);
   EXPECT_EQ(p.stalled, 0);
   EXPECT_FALSE(p.cheat) << p.detail;
   EXPECT_TRUE(p.flag);
+  // The host: no stall rule (its ahead probes convict, drip batches see
+  // fusion). Round 23's honest r20_control_threshold_pool at world 8: 4
+  // stalled among 10 conclusive, 5 anomalous: a flag, not a conviction.
+  std::vector<ProgressSample> pool(5, probe(0.6, 0.45));
+  for (double e : {0.52, 0.40, 0.34, 0.44}) pool.push_back(probe(e, 0));
+  pool.push_back(probe(0.39, 0.03));
+  const ProgressVerdict host = JudgeProgress(pool, /*ahead_convicts=*/true);
+  EXPECT_EQ(host.stalled, 0);
+  EXPECT_FALSE(host.cheat) << host.detail;
+  EXPECT_TRUE(JudgeProgress(pool, false).cheat);  // the same probes on cuda
   // Honest probes of the same run's identical broadcast (all consistent).
   const ProgressVerdict honest =
       JudgeProgress({probe(0.51, 0.68), probe(0.49, 0.63), probe(0.68, 0.93), probe(0.60, 0.70),
@@ -223,8 +242,7 @@ TEST(ProgressProbe, StalledProbesConvictWholeBatchFusion) {
   EXPECT_FALSE(honest.cheat);
   EXPECT_FALSE(honest.flag);
   EXPECT_EQ(honest.stalled, 0);
-  // Three stalls among ten, or four stalls before a third of the batch
-  // (behind there is no finding at all under 30%, stalls need 1/3): no
+  // Three stalls among ten, or four stalls before a third of the batch: no
   // conviction.
   std::vector<ProgressSample> three(7, probe(0.5, 0.5));
   for (int i = 0; i < 3; ++i) three.push_back(probe(0.45, 0));
