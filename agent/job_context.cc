@@ -213,6 +213,7 @@ absl::StatusOr<Evaluated> JobContext::Evaluate(const std::string& turn_id,
   // Hidden shapes and the size ladder (issue #17 item 5), as orchestrator/convert.cc's EvaluationOf.
   req.set_hidden_shapes(spec.eval().hidden_shapes());
   *req.mutable_size_ladder() = spec.eval().size_ladder();
+  req.set_precise_timing(spec.eval().precise_timing());
   req.set_client_tag(fmt::format("{} {}", env_.job_id, out.evaluation_id));
 
   EvaluationStartEntry start;

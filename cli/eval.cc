@@ -43,6 +43,7 @@ struct EvalOptions {
   std::string sanitize;
   bool skip_timing = false;
   bool hidden_shapes = false;
+  bool precise_timing = false;
   std::string sizes;
   std::string output = "table";
   bool quiet = false;
@@ -110,6 +111,7 @@ std::string Report(const v1::EvaluationResult& r) {
   };
   if (r.hidden_shapes())
     absl::StrAppend(&s, "  hidden shapes: ", dims_text(r.evaluated_dims()), "\n");
+  if (r.precise_timing()) absl::StrAppend(&s, "  precise timing: 2 GiB of input sets per side\n");
   for (const auto& z : r.size_scores())
     absl::StrAppend(&s, absl::StrFormat("  size %-8s %-13s %s  (%s)\n", z.size(),
                                         v1::EvaluationResult::Status_Name(z.status()),
@@ -172,6 +174,7 @@ int RunEval(const EvalOptions& o) {
   req.set_profile(o.profile);
   req.set_skip_timing(o.skip_timing);
   req.set_hidden_shapes(o.hidden_shapes);
+  req.set_precise_timing(o.precise_timing);
   if (!o.sizes.empty())
     for (absl::string_view size : absl::StrSplit(o.sizes, ',')) req.add_size_ladder(std::string(size));
   if (!o.sanitize.empty()) {
@@ -246,6 +249,9 @@ void RegisterEval(CLI::App& app, int* exit_code) {
   cmd->add_flag("--skip-timing", o->skip_timing, "correctness only");
   cmd->add_flag("--hidden-shapes", o->hidden_shapes,
                 "run on shapes drawn from the problem's shape family with a secret seed");
+  cmd->add_flag("--precise-timing", o->precise_timing,
+                "cuda: measurement-grade timing (2 GiB of input sets per side and GPU; longer "
+                "batches of short calls, ~2.5x the evaluation time)");
   cmd->add_option("--sizes", o->sizes,
                   "size ladder, e.g. tiny,default,large: multi-size score (geometric mean)");
   AddOutputOption(cmd, &o->output, {"table", "json"});

@@ -186,6 +186,18 @@ TEST_F(EvalTest, HiddenShapesCatchAHardCodedShapeAndTheLadderReportsAMultiSizeSc
   EXPECT_NE((bad.out + bad.err).find("size_ladder[1]: 'huge'"), std::string::npos) << bad.out << bad.err;
 }
 
+// Precise timing is cuda-only: through the real executor, a host request
+// with it is refused before compiling, naming the field and why.
+TEST_F(EvalTest, PreciseTimingOnTheHostIsRefusedNamingTheField) {
+  StartExecutor();
+  const std::string file = Write("honest.cc", Allreduce());
+  Cmd r = Eval(absl::StrCat("--quiet --executor ", server_->address(), " ", kHostArgs,
+                            "--precise-timing ", file));
+  EXPECT_NE(r.rc, 0);
+  EXPECT_NE((r.out + r.err).find("precise_timing: "), std::string::npos) << r.out << r.err;
+  EXPECT_NE((r.out + r.err).find("needs backend cuda"), std::string::npos) << r.out << r.err;
+}
+
 TEST_F(EvalTest, TlsCaVerifiesTheExecutor) {
   const testing_tls::TestCerts certs = testing_tls::MakeTestCerts(dir_);
   ASSERT_TRUE(certs.error.empty()) << certs.error;

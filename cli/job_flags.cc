@@ -49,6 +49,12 @@ void JobFlags::Add(CLI::App* cmd, const std::string& provider_help) {
                 "seed (not the prompt's)");
   cmd->add_flag("--final-hidden-shapes", final_hidden_shapes,
                 "Only the final re-measurement (the job's result) on hidden shapes");
+  cmd->add_flag("--precise-timing", precise_timing,
+                "cuda: every evaluation with measurement-grade timing (2 GiB of input sets per "
+                "side and GPU, ~2.5x the evaluation time)");
+  cmd->add_flag("--final-precise-timing", final_precise_timing,
+                "cuda: only the final re-measurement (the job's result) with measurement-grade "
+                "timing");
   cmd->add_option("--sizes", sizes,
                   "Size ladder for a multi-size score (geometric mean of speedups), e.g. "
                   "tiny,default,large");
@@ -109,6 +115,8 @@ absl::StatusOr<v1::JobSpec> JobSpecFromFlags(const JobFlags& f, const std::strin
   s.mutable_eval()->set_trials(f.trials);
   s.mutable_eval()->set_hidden_shapes(f.hidden_shapes);
   s.mutable_eval()->set_final_hidden_shapes(f.final_hidden_shapes);
+  s.mutable_eval()->set_precise_timing(f.precise_timing);
+  s.mutable_eval()->set_final_precise_timing(f.final_precise_timing);
   if (!f.sizes.empty()) {
     for (absl::string_view size : absl::StrSplit(f.sizes, ',')) {
       if (size.empty()) return absl::InvalidArgumentError("--sizes: empty entry (e.g. tiny,default,large)");

@@ -46,6 +46,8 @@ struct JobFlags {
   // Hidden shapes and the multi-size score (issue #17 item 5): EvalSettings.
   bool hidden_shapes = false;
   bool final_hidden_shapes = false;
+  bool precise_timing = false;
+  bool final_precise_timing = false;
   std::string sizes;  // "tiny,default,large" -> EvalSettings.size_ladder
 
   // Adds every flag above to `cmd`. `provider_help` differs between the

@@ -177,6 +177,7 @@ std::vector<std::string> Pipeline::LaunchArgv(const v1::EvaluateRequest& r,
     argv.insert(argv.end(), {"--candidate-writable", "/tmp", "--candidate-writable", "/dev/shm"});
   // Hidden shapes (issue #17 item 5): the judge draws the dims itself.
   if (r.hidden_shapes()) argv.push_back("--hidden-shapes");
+  if (r.precise_timing()) argv.push_back("--precise-timing");
   if (correctness_only) {
     argv.insert(argv.end(), {"--trials", "1", "--skip-timing"});
   } else {

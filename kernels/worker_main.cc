@@ -184,6 +184,9 @@ int main(int argc, char** argv) {
   launch->add_option("--reveal-seeds-after", lo.reveal_seeds_file,
                      "tests only: write the seeds here once every rank process is gone");
   launch->add_flag("--skip-timing", lo.skip_timing, "correctness trials only");
+  launch->add_flag("--precise-timing", lo.precise_timing,
+                   "cuda: measurement-grade timing, 2 GiB of input sets per side and GPU instead "
+                   "of 512 MiB (longer batches of short calls; ~2.5x the evaluation time)");
   launch->add_option("--candidate-writable", lo.candidate_writable,
                      "a folder host candidates may write beneath (repeatable; none by default)");
   launch->add_option("--hbm-gbps", lo.hbm_gbps, "measured HBM ceiling (GB/s) for the roofline");
@@ -239,6 +242,15 @@ int main(int argc, char** argv) {
       fmt::print(stderr, "pkforge-worker: --result-key-stdin: no key on stdin\n");
       return 2;
     }
+  }
+  if (lo.precise_timing && lo.backend != "cuda") {
+    fmt::print(stderr, "pkforge-worker: --precise-timing: needs --backend cuda (host timings are "
+                       "CPU timings, their batches already sized by time)\n");
+    return 2;
+  }
+  if (lo.precise_timing && lo.skip_timing) {
+    fmt::print(stderr, "pkforge-worker: --precise-timing: needs timing (--skip-timing is set)\n");
+    return 2;
   }
   if (!size_ladder.empty()) {
     auto ladder = ParseSizeLadder(size_ladder);

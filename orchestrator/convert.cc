@@ -27,6 +27,7 @@ v1::EvaluateRequest EvaluationOf(const v1::JobSpec& spec) {
   r.set_sanitize(spec.eval().sanitize());
   r.set_hidden_shapes(spec.eval().hidden_shapes());
   *r.mutable_size_ladder() = spec.eval().size_ladder();
+  r.set_precise_timing(spec.eval().precise_timing());
   return r;
 }
 
@@ -89,8 +90,10 @@ absl::Status ValidateJobSpecFields(const v1::JobSpec& spec, const kernels::EvalL
         "spec.budget.wall_seconds: {} (0..{}, 0 = no wall budget)", wall, kMaxWallSeconds));
   }
   v1::EvaluateRequest r = EvaluationOf(spec);
-  // The final re-measurement's request is the same with hidden shapes.
+  // The final re-measurement's request is the same with hidden shapes and
+  // precise timing where the job asks for them.
   if (spec.eval().final_hidden_shapes()) r.set_hidden_shapes(true);
+  if (spec.eval().final_precise_timing()) r.set_precise_timing(true);
   return kernels::ValidateEvaluation(r, limits, {.config = "spec.", .settings = "spec.eval."});
 }
 

@@ -14,6 +14,8 @@ absl::Status MeasureFinal(const FinalMeasurementEnv& env) {
   v1::EvaluateRequest req = EvaluationOf(env.spec);
   // The verdict on shapes the search never saw, when the job asks for it.
   if (env.spec.eval().final_hidden_shapes()) req.set_hidden_shapes(true);
+  // And measurement-grade timing (cuda), when the job asks for it.
+  if (env.spec.eval().final_precise_timing()) req.set_precise_timing(true);
   req.set_source(candidate.source);
   const std::string evaluation_id = NewId("eval");
   req.set_client_tag(fmt::format("{} {} final measurement", env.job_id, evaluation_id));

@@ -204,6 +204,58 @@ TEST_F(ValidationTest, HiddenShapesAndSizeLadderFlowFromTheJobSpecToTheExecutor)
   }
 }
 
+// Measurement-grade timing: final_precise_timing reaches only the final
+// re-measurement, precise_timing every evaluation; on a host job either is
+// refused at submission naming the field (FAILED_PRECONDITION, as profile).
+TEST_F(ValidationTest, PreciseTimingFlowsFromTheJobSpecToTheExecutor) {
+  const std::string log = dir_ + "/precise.log";
+  Start({.shapes_log_file = log});
+  auto lines_of = [&](const std::string& job_id) {
+    std::vector<std::string> out;
+    std::ifstream in(log);
+    for (std::string line; std::getline(in, line);)
+      if (line.rfind(job_id + " ", 0) == 0) out.push_back(line);
+    return out;
+  };
+  v1::JobSpec spec = testing::SearchSpec(2, 60);
+  spec.set_backend(v1::BACKEND_CUDA);
+  spec.mutable_eval()->set_final_precise_timing(true);
+  auto job = Submit(spec);
+  ASSERT_TRUE(job.ok()) << job.status();
+  auto done = testing::WaitForEnd(stub_.get(), job->id(), 60);
+  ASSERT_TRUE(done.ok()) << done.status();
+  ASSERT_TRUE(done->has_final_speedup()) << done->DebugString();
+  const auto lines = lines_of(job->id());
+  ASSERT_GE(lines.size(), 2u) << ::testing::PrintToString(lines);
+  int finals = 0;
+  for (const auto& l : lines) {
+    const bool final = l.find("final measurement") != std::string::npos;
+    finals += final;
+    EXPECT_NE(l.find(final ? "\tprecise=1" : "\tprecise=0"), std::string::npos) << l;
+  }
+  EXPECT_EQ(finals, 1);
+
+  v1::JobSpec all = testing::SearchSpec(1, 60);
+  all.set_backend(v1::BACKEND_CUDA);
+  all.mutable_eval()->set_precise_timing(true);
+  auto job2 = Submit(all);
+  ASSERT_TRUE(job2.ok()) << job2.status();
+  ASSERT_TRUE(testing::WaitForEnd(stub_.get(), job2->id(), 60).ok());
+  EXPECT_GE(lines_of(job2->id()).size(), 2u);
+  for (const auto& l : lines_of(job2->id())) EXPECT_NE(l.find("\tprecise=1"), std::string::npos) << l;
+
+  for (const bool final : {false, true}) {
+    v1::JobSpec host = testing::SearchSpec();
+    if (final) host.mutable_eval()->set_final_precise_timing(true);
+    else host.mutable_eval()->set_precise_timing(true);
+    // As profile and sanitize on the host: a precondition of the backend.
+    auto r = Submit(host);
+    ASSERT_FALSE(r.ok()) << final;
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kFailedPrecondition) << r.status();
+    EXPECT_THAT(std::string(r.status().message()), HasSubstr("spec.eval.precise_timing"));
+  }
+}
+
 // Item 9 (orchestrator side): cuda sizes are bounded by the GPU memory the
 // executor reports.
 TEST_F(ValidationTest, CudaSizeBeyondTheExecutorsGpuMemoryIsRefusedAtSubmit) {

@@ -2,6 +2,8 @@
 // and batch_drip over recorded samples.
 #include "kernels/harness/checks.h"
 
+#include <cstdlib>
+
 #include "gtest/gtest.h"
 #include "kernels/harness/judge_internal.h"
 #include "kernels/harness/outcome.h"
@@ -331,6 +333,14 @@ TEST(ProgressSettledRule, AConvictionMustHoldForTwoMoreProbes) {
   std::vector<ProgressSample> one = std::vector<ProgressSample>(6, late);
   one.push_back(consistent);
   EXPECT_FALSE(ProgressSettled(one, 3));  // one conclusive: wait for three
+}
+
+// The judge's budget of input sets per side and rank: 512 MiB, 2 GiB with
+// precise timing (PKFORGE_SET_BUDGET_MB unset, as in CI).
+TEST(InputSets, PreciseTimingQuadruplesTheBudget) {
+  ASSERT_EQ(std::getenv("PKFORGE_SET_BUDGET_MB"), nullptr);
+  EXPECT_EQ(judge_internal::SetBudgetBytes(false), int64_t{512} << 20);
+  EXPECT_EQ(judge_internal::SetBudgetBytes(true), int64_t{2048} << 20);
 }
 
 }  // namespace

@@ -128,6 +128,12 @@ absl::Status ValidateEvaluation(const v1::EvaluateRequest& r, const EvalLimits& 
     return absl::FailedPreconditionError(e + "sanitize: compute-sanitizer needs backend cuda");
   if (r.profile() && !cuda)
     return absl::FailedPreconditionError(e + "profile: Nsight Compute needs backend cuda");
+  if (r.precise_timing() && !cuda)
+    return absl::FailedPreconditionError(
+        e + "precise_timing: more input sets per GPU; needs backend cuda (host timings are CPU "
+            "timings, their batches already sized by time)");
+  if (r.precise_timing() && r.skip_timing())
+    return Invalid(e + "precise_timing", "precise timing needs timing (skip_timing is set)");
   if (r.hidden_shapes()) {
     // The family must have a member other than the size itself (any seed
     // shows it; the judge draws with its own secret one).

@@ -131,6 +131,22 @@ TEST(EvalValidationTest, ClientStringsAreNeverEchoedInFull) {
   EXPECT_EQ(ClientText("a\xC3\xA9" "b", 2), "'a'... (4 bytes)");
 }
 
+// Measurement-grade timing is a cuda option (more input sets per GPU): on
+// the host it is refused, as is asking for it without timing.
+TEST(EvalValidationTest, PreciseTimingIsCudaOnlyAndNeedsTiming) {
+  v1::EvaluateRequest r = Host("allreduce");
+  r.set_precise_timing(true);
+  absl::Status s = ValidateEvaluation(r, {});
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition) << s;
+  EXPECT_THAT(std::string(s.message()), StartsWith("precise_timing: "));
+  r.set_backend(v1::BACKEND_CUDA);
+  EXPECT_TRUE(ValidateEvaluation(r, {}).ok());
+  r.set_skip_timing(true);
+  s = ValidateEvaluation(r, {});
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+  EXPECT_THAT(std::string(s.message()), HasSubstr("skip_timing"));
+}
+
 }  // namespace
 }  // namespace pkforge::kernels
 

@@ -425,5 +425,36 @@ TEST(GpuEval, OneEvaluationAtWorldSize1IsFast) {
   EXPECT_LT(s, 10.0);  // target 3 s; generous here, the bench reports the number
 }
 
+// --precise-timing: 2 GiB of input sets per side and GPU instead of 512 MiB.
+// broadcast at the default size (4 MiB a set): 128 sets and batches of 128
+// calls without it (H100, session 17), 512 with it; the result says so.
+TEST(GpuEval, PreciseTimingDrawsOnMoreInputSets) {
+  REQUIRE_GPU();
+  auto sets_of = [](const std::string& extra, Result* r) {
+    const std::string cmd = fmt::format(
+        "{} launch --problem broadcast --backend cuda --world-size 1 --dtype bf16 --size default "
+        "--trials 2 --warmup 1 --iters 6 {} --json {}/ref_cuda_broadcast.so",
+        PKF_WORKER, extra, PKF_CANDIDATES);
+    std::string raw;
+    FILE* f = popen(cmd.c_str(), "r");
+    char buf[4096];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, f)) > 0) raw.append(buf, n);
+    pclose(f);
+    EXPECT_TRUE(google::protobuf::util::JsonStringToMessage(raw, r).ok()) << cmd << "\n" << raw;
+    const size_t at = r->message().rfind('(');
+    return at == std::string::npos ? -1 : std::atoi(r->message().c_str() + at + 1);
+  };
+  Result plain, precise;
+  const int a = sets_of("", &plain), b = sets_of("--precise-timing", &precise);
+  ASSERT_EQ(plain.status(), Result::OK) << plain.message();
+  ASSERT_EQ(precise.status(), Result::OK) << precise.message();
+  EXPECT_FALSE(plain.precise_timing());
+  EXPECT_TRUE(precise.precise_timing());
+  EXPECT_GT(a, 0) << plain.message();
+  EXPECT_GE(b, 3 * a) << plain.message() << " / " << precise.message();
+  RecordProperty("sets", fmt::format("{} -> {}", a, b));
+}
+
 }  // namespace
 }  // namespace pkforge::kernels

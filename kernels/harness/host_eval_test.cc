@@ -197,6 +197,24 @@ TEST(HostEval, TimingDiagnosisNamesEachCommandsRoundsAndTime) {
   EXPECT_EQ(quiet.output.find("round-diag"), std::string::npos) << quiet.output;
 }
 
+// --precise-timing is a cuda option: the worker refuses it on the host (and
+// without timing) before anything runs, saying why.
+TEST(HostEval, PreciseTimingIsRefusedOnTheHost) {
+  const std::string base = fmt::format(
+      "{} launch --problem allreduce --backend host --world-size 2 --dtype f32 --size tiny "
+      "--json {}/naive_host_allreduce.so --precise-timing",
+      PKF_WORKER, PKF_CANDIDATES);
+  Captured c = RunCapture(base + " 2>&1");
+  ASSERT_TRUE(WIFEXITED(c.status));
+  EXPECT_EQ(WEXITSTATUS(c.status), 2) << c.output;
+  EXPECT_NE(c.output.find("--precise-timing: needs --backend cuda"), std::string::npos) << c.output;
+  c = RunCapture(fmt::format(
+      "{} launch --problem allreduce --backend cuda --world-size 1 --skip-timing --json "
+      "{}/naive_host_allreduce.so --precise-timing 2>&1",
+      PKF_WORKER, PKF_CANDIDATES));
+  EXPECT_NE(c.output.find("--precise-timing: needs timing"), std::string::npos) << c.output;
+}
+
 TEST(HostEval, PerturbedOutputIsWrongOutputWithDetails) {
   for (const Problem* p : Problems()) {
     for (int w : {1, 3}) {

@@ -289,6 +289,7 @@ void Judge::DescribeRequest() {
     for (const auto& [k, v] : dims_)
       (*result.mutable_size()->mutable_dims()->mutable_values())[k] = v;
   result.set_candidate_sha256(candidate_sha256_);
+  result.set_precise_timing(Cuda() && o_.precise_timing);
   char host[256] = {0};
   gethostname(host, sizeof host - 1);
   result.mutable_device_state()->set_hostname(host);
@@ -315,7 +316,8 @@ void Judge::PlanInputSets() {
     // the H200), which weigh ~20% on a batch of 45 calls of 6 us and ~2% on
     // one of 5 ms. Bounded by device memory (SetBudgetBytes() per side and
     // rank) and by MaxBatch().
-    const int64_t by_memory = SetBudgetBytes() / std::max<int64_t>(one.slot_bytes, 1);
+    const int64_t by_memory =
+        SetBudgetBytes(o_.precise_timing) / std::max<int64_t>(one.slot_bytes, 1);
     sets_ = static_cast<int>(
         std::clamp<int64_t>(std::max<int64_t>(sets_, by_memory), 2, kMaxBatchCalls));
   }

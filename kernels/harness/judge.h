@@ -48,6 +48,9 @@ struct LaunchOptions {
   double hbm_gbps = 0;
   double link_gbps = 0;
   double tflops = 0;
+  // cuda: measurement-grade timing, 2 GiB of input sets per side and rank
+  // instead of 512 MiB (judge_internal.h SetBudgetBytes); refused on host.
+  bool precise_timing = false;
 };
 
 // Runs one evaluation. A non-OK status only for problems of the request

@@ -139,8 +139,8 @@ class FakeExecutor::Service final : public v1::Executor::Service {
       if (FILE* f = std::fopen(o_.shapes_log_file.c_str(), "a")) {
         std::string sizes;
         for (const auto& s : req->size_ladder()) sizes += (sizes.empty() ? "" : ",") + s;
-        std::fprintf(f, "%s\thidden=%d\tsizes=%s\n", req->client_tag().c_str(),
-                     req->hidden_shapes() ? 1 : 0, sizes.c_str());
+        std::fprintf(f, "%s\thidden=%d\tsizes=%s\tprecise=%d\n", req->client_tag().c_str(),
+                     req->hidden_shapes() ? 1 : 0, sizes.c_str(), req->precise_timing() ? 1 : 0);
         std::fclose(f);
       }
     }
