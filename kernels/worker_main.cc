@@ -61,6 +61,7 @@ struct BenchOptions {
   int repeats = 20;
   bool json = false;
   bool positions = false;
+  bool precise_timing = false;  // cuda: 2 GiB of input sets (LaunchOptions)
 };
 
 using pkforge::Quantile;
@@ -71,6 +72,10 @@ using pkforge::Quantile;
 // evaluation, the identical-candidate speedup (median, p95 of |speedup - 1|,
 // min, max) and the reference's median time, bus bandwidth and % of roofline.
 int Bench(const BenchOptions& b) {
+  if (b.precise_timing && b.backend != "cuda") {
+    fmt::print(stderr, "pkforge-worker bench: --precise-timing: needs --backend cuda\n");
+    return 2;
+  }
   std::vector<std::string> names = b.problems;
   if (names.empty())
     for (const Problem* p : Problems()) names.emplace_back(p->name);
@@ -87,6 +92,7 @@ int Bench(const BenchOptions& b) {
     lo.world_size = b.world_size;
     lo.dtype = b.dtype;
     lo.size = b.size;
+    lo.precise_timing = b.precise_timing;
     lo.candidate = fmt::format("{}/{}_{}.so", b.candidates,
                                b.backend == "cuda" ? "ref_cuda" : "naive_host", name);
     std::vector<double> secs, speedups, ref_us, busbw, roof;
@@ -223,6 +229,8 @@ int main(int argc, char** argv) {
   bench->add_option("--world-size", bo.world_size, "ranks");
   bench->add_option("--repeats", bo.repeats, "evaluations per problem");
   bench->add_flag("--json", bo.json, "one JSON object per problem");
+  bench->add_flag("--precise-timing", bo.precise_timing,
+                  "cuda: measurement-grade timing (2 GiB of input sets per side and GPU)");
   bench->add_flag("--positions", bo.positions,
                   "also print median times by position in the ABBA pair (diagnostic)");
 

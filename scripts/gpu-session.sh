@@ -215,6 +215,11 @@ if [[ "$PART" == s18a ]]; then
       $B/kernels/candidates/ref_cuda_broadcast.so
     grep -h "^phase\|^round-diag" "/tmp/gpu-logs/logs/rdiag_$b.log"
   done
+  # Precise timing as shipped (the 2 GiB shape): the copies and the two
+  # problems at 0.96.
+  t fid_precise 150 $H stdbuf -oL $B/bin/pkforge-worker bench --backend cuda --candidates \
+    $B/kernels/candidates --world-size 1 --size default --repeats 3 --precise-timing \
+    --problems broadcast,allgather,embedding_lookup,allgather_gemm_at,ulysses_gather_seq_scatter_heads_qkv
 fi
 if [[ "$PART" == 3 ]]; then
   t templates 250 $H $B/agent/kernel_templates_gpu_test
