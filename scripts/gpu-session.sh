@@ -16,7 +16,7 @@
 #   scripts/gpu-session.sh fid   cuda fidelity at the default size with and without the
 #                                symmetry measures (reference filter, CPU wake-up hold)
 #   scripts/gpu-session.sh s17a|s17b|s17c  session 17's three calls (below)
-#   scripts/gpu-session.sh s18a  the next session's first call (below)
+#   scripts/gpu-session.sh s18a|s18b  the next session's first two calls (below)
 #   scripts/gpu-session.sh c     session 16's leftovers: control_linger_once (the idle
 #                                probe's excuse now named), the whole oracle test (only 65
 #                                of 126 jobs ever reached), the wake-gap diagnosis on the
@@ -215,11 +215,14 @@ if [[ "$PART" == s18a ]]; then
       $B/kernels/candidates/ref_cuda_broadcast.so
     grep -h "^phase\|^round-diag" "/tmp/gpu-logs/logs/rdiag_$b.log"
   done
+fi
+if [[ "$PART" == s18b ]]; then
   # Precise timing as shipped (the 2 GiB shape): the copies and the two
-  # problems at 0.96.
+  # problems at 0.96; then the red team with pending ones.
   t fid_precise 150 $H stdbuf -oL $B/bin/pkforge-worker bench --backend cuda --candidates \
     $B/kernels/candidates --world-size 1 --size default --repeats 3 --precise-timing \
     --problems broadcast,allgather,embedding_lookup,allgather_gemm_at,ulysses_gather_seq_scatter_heads_qkv
+  t redteam 300 PKFORGE_REDTEAM_PENDING=1 $H $B/kernels/redteam_gpu_test
 fi
 if [[ "$PART" == 3 ]]; then
   t templates 250 $H $B/agent/kernel_templates_gpu_test
