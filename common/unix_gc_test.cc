@@ -50,21 +50,33 @@ bool WriterGoneWithin(int r, int ms) {
 
 // A pipe's write end in a garbage cycle stays open (the reader sees no
 // hang-up) until the collector runs; CollectUnixSocketGarbage makes it run.
-// Without the call the test fails on the last expectation, unless some other
-// process on the host released a unix socket in the meantime (then the
-// first expectation fails and says so).
+// Without the call the test fails on the last expectation. Any process on
+// the host that releases a unix socket also runs the collector: beside other
+// tests (ctest -j2: gRPC servers, sandboxes) that freed the cycle before the
+// call in 2 of 3 runs of session 17, so an attempt disturbed that way is
+// made again (up to 20, with a shorter quiet window); only when every one
+// was disturbed is the test skipped, saying so.
 TEST(CollectUnixSocketGarbage, FreesACycleNoProcessHolds) {
-  int p[2];
-  ASSERT_EQ(pipe(p), 0);
-  ASSERT_TRUE(MakeGarbageCycle(p[1]));
-  close(p[1]);
-  EXPECT_FALSE(WriterGoneWithin(p[0], 200))
-      << "the cycle was freed without being collected: another process released a unix "
-         "socket meanwhile (rerun the test)";
-  ASSERT_TRUE(CollectUnixSocketGarbage().ok());
-  EXPECT_TRUE(WriterGoneWithin(p[0], 5000))
-      << "a descriptor in a unix-socket garbage cycle survived the collection";
-  close(p[0]);
+  int disturbed = 0;
+  for (int attempt = 0; attempt < 20; ++attempt) {
+    int p[2];
+    ASSERT_EQ(pipe(p), 0);
+    ASSERT_TRUE(MakeGarbageCycle(p[1]));
+    close(p[1]);
+    if (WriterGoneWithin(p[0], attempt == 0 ? 200 : 50)) {
+      ++disturbed;  // another process's release collected it first
+      close(p[0]);
+      continue;
+    }
+    ASSERT_TRUE(CollectUnixSocketGarbage().ok());
+    EXPECT_TRUE(WriterGoneWithin(p[0], 5000))
+        << "a descriptor in a unix-socket garbage cycle survived the collection";
+    close(p[0]);
+    RecordProperty("disturbed_attempts", disturbed);
+    return;
+  }
+  GTEST_SKIP() << "in each of 20 attempts another process released a unix socket and the "
+                  "cycle was collected before the call: nothing to show here (rerun alone)";
 }
 
 }  // namespace
