@@ -87,8 +87,17 @@ int64_t RankPool::OomKillCount() {
 }
 
 
+namespace {
+// PrintRoundDiag's tallies are kept only with PKFORGE_TIMING_DIAG set: no
+// clock read is added to a timed round otherwise.
+bool RoundDiagOn() {
+  static const bool on = std::getenv("PKFORGE_TIMING_DIAG") != nullptr;
+  return on;
+}
+}  // namespace
+
 bool RankPool::Send(const std::vector<RankProc*>& procs, const Cmd& cmd) {
-  if (!procs.empty() && cmd.op < kOpSlots)
+  if (RoundDiagOn() && !procs.empty() && cmd.op < kOpSlots)
     op_sent_ns_[cmd.op + (procs[0]->ref ? 0 : kOpSlots)] = MonotonicNs();
   for (RankProc* p : procs) {
     // The command channel is non-blocking (StartRank) and a command is
@@ -334,7 +343,7 @@ bool RankPool::Collect(const std::vector<RankProc*>& procs, uint32_t op, v1::Pha
     }
   }
   const int side = (!procs.empty() && !procs[0]->ref) ? kOpSlots : 0;
-  if (op < kOpSlots && op_sent_ns_[op + side] > 0) {
+  if (RoundDiagOn() && op < kOpSlots && op_sent_ns_[op + side] > 0) {
     op_ns_[op + side] += MonotonicNs() - op_sent_ns_[op + side];
     ++op_rounds_[op + side];
     op_sent_ns_[op + side] = 0;
@@ -343,8 +352,7 @@ bool RankPool::Collect(const std::vector<RankProc*>& procs, uint32_t op, v1::Pha
 }
 
 void RankPool::PrintRoundDiag() const {
-  static const bool on = std::getenv("PKFORGE_TIMING_DIAG") != nullptr;
-  if (!on) return;
+  if (!RoundDiagOn()) return;
   // protocol.h's ops by number.
   static const char* const kNames[] = {
       "?",     "setup", "gen",    "run",  "check",  "digest", "snapshot", "snapcompare",
