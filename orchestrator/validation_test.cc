@@ -137,6 +137,15 @@ TEST_F(ValidationTest, SubmitRefusesWhatTheExecutorWouldRefuseNamingTheField) {
   EXPECT_EQ(CountJobs(db()), 0);
 }
 
+// The fake executor's log lines (shapes_log_file) of one job's evaluations.
+std::vector<std::string> LinesOfJob(const std::string& log, const std::string& job_id) {
+  std::vector<std::string> out;
+  std::ifstream in(log);
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind(job_id + " ", 0) == 0) out.push_back(line);
+  return out;
+}
+
 // Issue #17 item 5: the job spec's hidden shapes and size ladder reach the
 // executor: final_hidden_shapes only on the final re-measurement,
 // hidden_shapes on every evaluation, the ladder on every evaluation; bad
@@ -144,13 +153,7 @@ TEST_F(ValidationTest, SubmitRefusesWhatTheExecutorWouldRefuseNamingTheField) {
 TEST_F(ValidationTest, HiddenShapesAndSizeLadderFlowFromTheJobSpecToTheExecutor) {
   const std::string log = dir_ + "/shapes.log";
   Start({.shapes_log_file = log});
-  auto lines_of = [&](const std::string& job_id) {
-    std::vector<std::string> out;
-    std::ifstream in(log);
-    for (std::string line; std::getline(in, line);)
-      if (line.rfind(job_id + " ", 0) == 0) out.push_back(line);
-    return out;
-  };
+  auto lines_of = [&](const std::string& job_id) { return LinesOfJob(log, job_id); };
   v1::JobSpec spec = testing::SearchSpec(2, 60);
   spec.mutable_eval()->set_final_hidden_shapes(true);
   spec.mutable_eval()->add_size_ladder("tiny");
@@ -210,13 +213,7 @@ TEST_F(ValidationTest, HiddenShapesAndSizeLadderFlowFromTheJobSpecToTheExecutor)
 TEST_F(ValidationTest, PreciseTimingFlowsFromTheJobSpecToTheExecutor) {
   const std::string log = dir_ + "/precise.log";
   Start({.shapes_log_file = log});
-  auto lines_of = [&](const std::string& job_id) {
-    std::vector<std::string> out;
-    std::ifstream in(log);
-    for (std::string line; std::getline(in, line);)
-      if (line.rfind(job_id + " ", 0) == 0) out.push_back(line);
-    return out;
-  };
+  auto lines_of = [&](const std::string& job_id) { return LinesOfJob(log, job_id); };
   v1::JobSpec spec = testing::SearchSpec(2, 60);
   spec.set_backend(v1::BACKEND_CUDA);
   spec.mutable_eval()->set_final_precise_timing(true);
