@@ -314,9 +314,7 @@ v1::JobState JobManager::EndJob(Job& job, v1::JobState state, std::string reason
   }
 }
 
-// How a job that ran here ended (mu_ held): a shutdown, a cancel, the
-// agent's result or its failure, and a job whose every evaluation was
-// refused failed whatever the agent made of it.
+// A shutdown, a cancel, the agent's result or failure; all refused: failed.
 v1::JobState JobManager::EndStateLocked(Job& job, const absl::StatusOr<agent::AgentResult>& result,
                                         std::string* reason, std::string* error) {
   v1::JobState state;
