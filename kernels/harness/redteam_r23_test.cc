@@ -17,6 +17,11 @@
 //                        ratio rules: no probe stalled in 9 of the last 10
 //                        launches: one honest call is done), OK 7 of
 //                        22 at 8.6-13.1x, up to 1.64x the epoch beside it
+// After the round the stall rule became cuda-only and "under 5% of the
+// calls done" (an honest pool at world 8 stalled on 24% of its probes; one
+// honest call made "no call" false): on the host r23_blast_keep_last is then
+// judged by the older rules alone (OK 4 of 4 at 6.1-9.4x beside a 7.5x
+// epoch, no gain), the other two as before.
 #include <algorithm>
 #include <cstdio>
 #include <string>
