@@ -204,25 +204,30 @@ fi
 if [[ "$PART" == s18a ]]; then
   # Next session, first call: the stall rule on batch_fuse_group (H100
   # session 17: OK at 14.9x/15.3x in 2 of 3 runs before it), the rank_cuda
-  # split (rank_cuda_checks.cc) through the executor and the fast GPU tests,
-  # and where an evaluation's time goes with 2 GiB of input sets (round-diag).
+  # split (rank_cuda_checks.cc) through the fast GPU tests, where an
+  # evaluation's time goes with 512 MiB and 2 GiB of input sets (round-diag),
+  # and the batched check (PKFORGE_BATCH_CHECK=1: one synchronization per
+  # batch) for time and for the same verdicts on the cheats it must catch.
   t fuse 60 $H $B/kernels/redteam_gpu_test --gtest_filter='*batch_fuse_group*:*linger*:*control_nccl_per_call*'
-  t executor 170 $H $B/executor/executor_gpu_test
   t kernels 200 $H $B/kernels/kernels_gpu_test --gtest_filter=-*CudaReferenceMatchesHostOracle*:*EveryNaiveCuda*:*ReferenceAsCandidate*
-  for b in 512 2048; do
-    t "rdiag_$b" 40 PKFORGE_TIMING_DIAG=1 PKFORGE_SET_BUDGET_MB=$b $H $B/bin/pkforge-worker launch \
-      --problem broadcast --backend cuda --world-size 1 --dtype bf16 --size default --json \
-      $B/kernels/candidates/ref_cuda_broadcast.so
-    grep -h "^phase\|^round-diag" "/tmp/gpu-logs/logs/rdiag_$b.log"
+  for v in 512:0 2048:0 2048:1; do
+    b=${v%:*}; c=${v#*:}
+    t "rdiag_${b}_$c" 40 PKFORGE_TIMING_DIAG=1 PKFORGE_SET_BUDGET_MB=$b PKFORGE_BATCH_CHECK=$c $H \
+      $B/bin/pkforge-worker launch --problem broadcast --backend cuda --world-size 1 --dtype bf16 \
+      --size default --json $B/kernels/candidates/ref_cuda_broadcast.so
+    grep -h "^phase\|^round-diag\|\"message\"" "/tmp/gpu-logs/logs/rdiag_${b}_$c.log" | cut -c1-200
   done
+  t batchcheck 80 PKFORGE_BATCH_CHECK=1 $H $B/kernels/kernels_gpu_test \
+    --gtest_filter='*Perturbed*:*Unwritten*:*MutatingInputs*:*CachingByPointer*:*DoingNothing*:*PreciseTiming*'
 fi
 if [[ "$PART" == s18b ]]; then
   # Precise timing as shipped (the 2 GiB shape): the copies and the two
-  # problems at 0.96; then the red team with pending ones.
+  # problems at 0.96; the executor; the red team with pending ones.
   t fid_precise 150 $H stdbuf -oL $B/bin/pkforge-worker bench --backend cuda --candidates \
     $B/kernels/candidates --world-size 1 --size default --repeats 3 --precise-timing \
     --problems broadcast,allgather,embedding_lookup,allgather_gemm_at,ulysses_gather_seq_scatter_heads_qkv
-  t redteam 300 PKFORGE_REDTEAM_PENDING=1 $H $B/kernels/redteam_gpu_test
+  t executor 170 $H $B/executor/executor_gpu_test
+  t redteam 250 PKFORGE_REDTEAM_PENDING=1 $H $B/kernels/redteam_gpu_test
 fi
 if [[ "$PART" == 3 ]]; then
   t templates 250 $H $B/agent/kernel_templates_gpu_test

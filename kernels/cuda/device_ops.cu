@@ -155,6 +155,91 @@ cudaError_t PoisonDevice(void* dst, pkf_dtype dtype, int64_t numel, uint32_t bit
   return cudaGetLastError();
 }
 
+namespace {
+__global__ void InitRecordsKernel(unsigned long long* w, int64_t n) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n * kScratchWords;
+       i += int64_t(gridDim.x) * blockDim.x)
+    w[i] = i % kScratchWords == 4 ? ~0ull : 0ull;
+}
+}  // namespace
+
+cudaError_t EnsureRecords(RecordScratch* s, int64_t n) {
+  if (n <= s->cap) return cudaSuccess;
+  if (s->words != nullptr) cudaFree(s->words);
+  if (s->host != nullptr) cudaFreeHost(s->host);
+  s->words = nullptr;
+  s->host = nullptr;
+  s->cap = 0;
+  const size_t bytes = static_cast<size_t>(n) * kScratchWords * sizeof(unsigned long long);
+  cudaError_t e = cudaMalloc(&s->words, bytes);
+  if (e == cudaSuccess) e = cudaMallocHost(&s->host, bytes);
+  if (e == cudaSuccess) s->cap = n;
+  return e;
+}
+
+cudaError_t ResetRecords(const RecordScratch& s, int64_t n, cudaStream_t stream) {
+  if (n <= 0) return cudaSuccess;
+  InitRecordsKernel<<<Blocks(n * kScratchWords), kThreads, 0, stream>>>(s.words, n);
+  return cudaGetLastError();
+}
+
+cudaError_t LaunchCompare(const void* actual, const void* expected, pkf_dtype dtype, int64_t numel,
+                          double atol, double rtol, uint32_t poison_bits,
+                          unsigned long long* record, cudaStream_t stream) {
+  if (numel <= 0) return cudaSuccess;
+  CompareKernel<<<Blocks(numel), kThreads, 0, stream>>>(
+      actual, expected, dtype, static_cast<int>(pkf_dtype_size(dtype)), numel, atol, rtol,
+      poison_bits, record);
+  return cudaGetLastError();
+}
+
+cudaError_t LaunchDiff(const void* a, const void* b, int64_t bytes, unsigned long long* record,
+                       cudaStream_t stream) {
+  if (bytes <= 0) return cudaSuccess;
+  DiffKernel<<<Blocks(bytes), kThreads, 0, stream>>>(static_cast<const unsigned char*>(a),
+                                                     static_cast<const unsigned char*>(b), bytes,
+                                                     record);
+  return cudaGetLastError();
+}
+
+cudaError_t FinishRecords(const RecordScratch& s, int64_t n, cudaStream_t stream) {
+  if (n <= 0) return cudaSuccess;
+  cudaError_t e = cudaMemcpyAsync(s.host, s.words,
+                                  static_cast<size_t>(n) * kScratchWords * sizeof(unsigned long long),
+                                  cudaMemcpyDeviceToHost, stream);
+  if (e != cudaSuccess) return e;
+  return cudaStreamSynchronize(stream);
+}
+
+cudaError_t RecordToCheck(const unsigned long long* w, const void* actual, const void* expected,
+                          pkf_dtype dtype, int64_t numel, CheckRecord* out) {
+  *out = CheckRecord{};
+  out->elements = numel;
+  out->first_index = -1;
+  if (numel <= 0) return cudaSuccess;
+  out->mismatches = static_cast<int64_t>(w[0]);
+  out->unwritten = static_cast<int64_t>(w[1]);
+  double v;
+  memcpy(&v, &w[2], 8);
+  out->max_abs = v;
+  memcpy(&v, &w[3], 8);
+  out->max_rel = v;
+  if (out->mismatches > 0) {
+    out->first_index = static_cast<int64_t>(w[4]);
+    const int64_t es = pkf_dtype_size(dtype);
+    unsigned char a[8] = {0}, x[8] = {0};
+    cudaError_t e = cudaMemcpy(a, static_cast<const char*>(actual) + out->first_index * es, es,
+                               cudaMemcpyDeviceToHost);
+    if (e == cudaSuccess)
+      e = cudaMemcpy(x, static_cast<const char*>(expected) + out->first_index * es, es,
+                     cudaMemcpyDeviceToHost);
+    if (e != cudaSuccess) return e;
+    out->actual = LoadAsDouble(a, dtype, 0);
+    out->expected = LoadAsDouble(x, dtype, 0);
+  }
+  return cudaSuccess;
+}
+
 cudaError_t CreateScratch(DeviceScratch* s) {
   cudaError_t e = cudaMalloc(&s->words, kScratchWords * sizeof(unsigned long long));
   if (e != cudaSuccess) return e;

@@ -37,6 +37,29 @@ cudaError_t CreateScratch(DeviceScratch* s);
 cudaError_t CompareOutputs(const void* actual, const void* expected, pkf_dtype dtype,
                            int64_t numel, double atol, double rtol, uint32_t poison_bits,
                            const DeviceScratch& s, cudaStream_t stream, CheckRecord* out);
+// Batched comparisons (PKFORGE_BATCH_CHECK=1 in the rank, off by default
+// until measured on a GPU): each comparison writes its own record of
+// kScratchWords words (CompareOutputs' layout: mismatches, unwritten, max
+// abs, max rel, first index; DiffKernel: the count in word 0) without
+// waiting; FinishRecords copies every record to the pinned mirror and
+// waits once for all of them.
+struct RecordScratch {
+  unsigned long long* words = nullptr;  // device, cap records
+  unsigned long long* host = nullptr;   // pinned mirror
+  int64_t cap = 0;
+};
+cudaError_t EnsureRecords(RecordScratch* s, int64_t n);
+cudaError_t ResetRecords(const RecordScratch& s, int64_t n, cudaStream_t stream);
+cudaError_t LaunchCompare(const void* actual, const void* expected, pkf_dtype dtype, int64_t numel,
+                          double atol, double rtol, uint32_t poison_bits,
+                          unsigned long long* record, cudaStream_t stream);
+cudaError_t LaunchDiff(const void* a, const void* b, int64_t bytes, unsigned long long* record,
+                       cudaStream_t stream);
+cudaError_t FinishRecords(const RecordScratch& s, int64_t n, cudaStream_t stream);
+// A comparison's record (host copy) as CompareOutputs reports it; on a
+// mismatch the two values at the first index are read back (synchronous).
+cudaError_t RecordToCheck(const unsigned long long* record, const void* actual,
+                          const void* expected, pkf_dtype dtype, int64_t numel, CheckRecord* out);
 // A one-thread kernel that keeps `stream` busy for about `ns` nanoseconds
 // (launch-ahead: see Run in rank_cuda.cc).
 cudaError_t LaunchDelay(int64_t ns, cudaStream_t stream);

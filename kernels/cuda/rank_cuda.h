@@ -70,6 +70,8 @@ class CudaRank {
   // Verification commands and their snapshot memory (rank_cuda_checks.cc).
   cudaError_t EnsureSnapshot(uint32_t count);
   void Check(const Cmd& cmd, Reply* rep);
+  // Check with one synchronization for the whole batch (PKFORGE_BATCH_CHECK=1).
+  void CheckBatched(const Cmd& cmd, Reply* rep);
   bool CompareLive(int slot, const Placed& p, CheckRecord* c, Reply* rep, const char* what);
   void NotPoison(const Cmd& cmd, Reply* rep);
   void CallsDone(const Cmd& cmd, Reply* rep);
@@ -109,6 +111,7 @@ class CudaRank {
   cudaStream_t stream_ = nullptr;
   cudaEvent_t start_ = nullptr, stop_ = nullptr;
   DeviceScratch scratch_;
+  RecordScratch records_;  // CheckBatched's records (PKFORGE_BATCH_CHECK=1)
   ncclComm_t comm_ = nullptr;
   std::vector<void*> scratch_ptrs_;
   std::vector<uint32_t*> flag_ptrs_;

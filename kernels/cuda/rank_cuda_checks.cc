@@ -9,12 +9,26 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
+#include <string>
 
 #include "kernels/cuda/device_ops.h"
 #include "kernels/cuda/rank_cuda.h"
 #include "kernels/harness/protocol.h"
 
 namespace pkforge::kernels::cuda {
+namespace {
+// PKFORGE_BATCH_CHECK=1: kOpCheck launches every comparison of the batch and
+// waits once (CheckBatched) instead of once per call and tensor; off by
+// default until measured on a GPU (the same environment reaches every rank).
+bool BatchCheck() {
+  static const bool on = [] {
+    const char* v = std::getenv("PKFORGE_BATCH_CHECK");
+    return v != nullptr && std::string(v) == "1";
+  }();
+  return on;
+}
+}  // namespace
 
 // Device memory for `count` snapshots of this rank's outputs.
 cudaError_t CudaRank::EnsureSnapshot(uint32_t count) {
@@ -33,6 +47,7 @@ cudaError_t CudaRank::EnsureSnapshot(uint32_t count) {
 // inputs against the generated ones; accumulated over the batch, value =
 // index of the first call with a mismatch.
 void CudaRank::Check(const Cmd& cmd, Reply* rep) {
+  if (BatchCheck()) return CheckBatched(cmd, rep);
   if (!EnsureCandData(rep)) return;
   rep->n_checks = static_cast<uint32_t>(std::min<size_t>(out_.size(), kMaxOutputs));
   for (uint32_t o = 0; o < rep->n_checks; ++o) rep->checks[o].first_index = -1;
@@ -60,6 +75,74 @@ void CudaRank::Check(const Cmd& cmd, Reply* rep) {
       if (Failed(rep, CompareOutputs(snapshot_ + off, At(data_, slot, p), p.dtype, p.numel,
                                      tol_.atol, tol_.rtol, PoisonBits(p.dtype), scratch_, stream_,
                                      &c),
+                 "output comparison"))
+        return;
+      off += p.bytes;
+      CheckRecord& a = rep->checks[o];
+      a.elements += c.elements;
+      a.unwritten += c.unwritten;
+      a.max_abs = std::max(a.max_abs, c.max_abs);
+      a.max_rel = std::max(a.max_rel, c.max_rel);
+      if (c.mismatches > 0 && a.mismatches == 0) {
+        a.first_index = c.first_index;
+        a.expected = c.expected;
+        a.actual = c.actual;
+      }
+      if (c.mismatches > 0 && rep->value == UINT64_MAX) rep->value = k;
+      a.mismatches += c.mismatches;
+    }
+  }
+}
+
+// Check's results, each comparison of the batch launched at once and all
+// read back after one synchronization: per call, its inputs (byte diffs)
+// then its outputs (the snapshot against the reference), as Check.
+void CudaRank::CheckBatched(const Cmd& cmd, Reply* rep) {
+  if (!EnsureCandData(rep)) return;
+  rep->n_checks = static_cast<uint32_t>(std::min<size_t>(out_.size(), kMaxOutputs));
+  for (uint32_t o = 0; o < rep->n_checks; ++o) rep->checks[o].first_index = -1;
+  rep->value = UINT64_MAX;
+  const int64_t stride = std::max<int64_t>(out_bytes_, 256);
+  if (static_cast<int64_t>(cmd.count) * stride > snapshot_bytes_) {
+    rep->rc = -1;
+    snprintf(rep->message, sizeof rep->message, "check of %u calls without their snapshots",
+             cmd.count);
+    return;
+  }
+  const int64_t per = static_cast<int64_t>(in_.size()) + rep->n_checks;
+  const int64_t n = static_cast<int64_t>(cmd.count) * per;
+  if (Failed(rep, EnsureRecords(&records_, n), "check records")) return;
+  if (Failed(rep, ResetRecords(records_, n, stream_), "check records")) return;
+  for (uint32_t k = 0; k < cmd.count; ++k) {
+    const int slot = static_cast<int>(cmd.SlotAt(k));
+    unsigned long long* rec = records_.words + static_cast<int64_t>(k) * per * kScratchWords;
+    for (const Placed& p : in_) {
+      if (Failed(rep, LaunchDiff(At(cand_data_, slot, p), At(data_, slot, p), p.bytes, rec, stream_),
+                 "input comparison"))
+        return;
+      rec += kScratchWords;
+    }
+    int64_t off = static_cast<int64_t>(k) * stride;
+    for (uint32_t o = 0; o < rep->n_checks; ++o) {
+      const Placed& p = out_[o];
+      if (Failed(rep, LaunchCompare(snapshot_ + off, At(data_, slot, p), p.dtype, p.numel,
+                                    tol_.atol, tol_.rtol, PoisonBits(p.dtype), rec, stream_),
+                 "output comparison"))
+        return;
+      off += p.bytes;
+      rec += kScratchWords;
+    }
+  }
+  if (Failed(rep, FinishRecords(records_, n, stream_), "check records")) return;
+  for (uint32_t k = 0; k < cmd.count; ++k) {
+    const int slot = static_cast<int>(cmd.SlotAt(k));
+    const unsigned long long* rec = records_.host + static_cast<int64_t>(k) * per * kScratchWords;
+    for (size_t i = 0; i < in_.size(); ++i, rec += kScratchWords) rep->input_diff += rec[0];
+    int64_t off = static_cast<int64_t>(k) * stride;
+    for (uint32_t o = 0; o < rep->n_checks; ++o, rec += kScratchWords) {
+      const Placed& p = out_[o];
+      CheckRecord c{};
+      if (Failed(rep, RecordToCheck(rec, snapshot_ + off, At(data_, slot, p), p.dtype, p.numel, &c),
                  "output comparison"))
         return;
       off += p.bytes;
