@@ -21,6 +21,21 @@ namespace {
 // PKFORGE_BATCH_CHECK=1: kOpCheck launches every comparison of the batch and
 // waits once (CheckBatched) instead of once per call and tensor; off by
 // default until measured on a GPU (the same environment reaches every rank).
+// Call k's comparison of one output into the batch's record for it; the
+// reply's value is the first call with a mismatch.
+void AddCall(const CheckRecord& c, uint32_t k, CheckRecord* a, Reply* rep) {
+  a->elements += c.elements;
+  a->unwritten += c.unwritten;
+  a->max_abs = std::max(a->max_abs, c.max_abs);
+  a->max_rel = std::max(a->max_rel, c.max_rel);
+  if (c.mismatches > 0 && a->mismatches == 0) {
+    a->first_index = c.first_index;
+    a->expected = c.expected;
+    a->actual = c.actual;
+  }
+  if (c.mismatches > 0 && rep->value == UINT64_MAX) rep->value = k;
+  a->mismatches += c.mismatches;
+}
 bool BatchCheck() {
   static const bool on = [] {
     const char* v = std::getenv("PKFORGE_BATCH_CHECK");
@@ -78,18 +93,7 @@ void CudaRank::Check(const Cmd& cmd, Reply* rep) {
                  "output comparison"))
         return;
       off += p.bytes;
-      CheckRecord& a = rep->checks[o];
-      a.elements += c.elements;
-      a.unwritten += c.unwritten;
-      a.max_abs = std::max(a.max_abs, c.max_abs);
-      a.max_rel = std::max(a.max_rel, c.max_rel);
-      if (c.mismatches > 0 && a.mismatches == 0) {
-        a.first_index = c.first_index;
-        a.expected = c.expected;
-        a.actual = c.actual;
-      }
-      if (c.mismatches > 0 && rep->value == UINT64_MAX) rep->value = k;
-      a.mismatches += c.mismatches;
+      AddCall(c, k, &rep->checks[o], rep);
     }
   }
 }
@@ -146,18 +150,7 @@ void CudaRank::CheckBatched(const Cmd& cmd, Reply* rep) {
                  "output comparison"))
         return;
       off += p.bytes;
-      CheckRecord& a = rep->checks[o];
-      a.elements += c.elements;
-      a.unwritten += c.unwritten;
-      a.max_abs = std::max(a.max_abs, c.max_abs);
-      a.max_rel = std::max(a.max_rel, c.max_rel);
-      if (c.mismatches > 0 && a.mismatches == 0) {
-        a.first_index = c.first_index;
-        a.expected = c.expected;
-        a.actual = c.actual;
-      }
-      if (c.mismatches > 0 && rep->value == UINT64_MAX) rep->value = k;
-      a.mismatches += c.mismatches;
+      AddCall(c, k, &rep->checks[o], rep);
     }
   }
 }
