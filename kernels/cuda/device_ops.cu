@@ -260,27 +260,7 @@ cudaError_t CompareOutputs(const void* actual, const void* expected, pkf_dtype d
       poison_bits, s.words);
   if ((e = cudaGetLastError()) != cudaSuccess) return e;
   if ((e = ResetAndLaunchDone(s, stream)) != cudaSuccess) return e;
-  out->mismatches = static_cast<int64_t>(s.host[0]);
-  out->unwritten = static_cast<int64_t>(s.host[1]);
-  double v;
-  memcpy(&v, &s.host[2], 8);
-  out->max_abs = v;
-  memcpy(&v, &s.host[3], 8);
-  out->max_rel = v;
-  if (out->mismatches > 0) {
-    out->first_index = static_cast<int64_t>(s.host[4]);
-    const int64_t es = pkf_dtype_size(dtype);
-    unsigned char a[8] = {0}, x[8] = {0};
-    e = cudaMemcpy(a, static_cast<const char*>(actual) + out->first_index * es, es,
-                   cudaMemcpyDeviceToHost);
-    if (e == cudaSuccess)
-      e = cudaMemcpy(x, static_cast<const char*>(expected) + out->first_index * es, es,
-                     cudaMemcpyDeviceToHost);
-    if (e != cudaSuccess) return e;
-    out->actual = LoadAsDouble(a, dtype, 0);
-    out->expected = LoadAsDouble(x, dtype, 0);
-  }
-  return cudaSuccess;
+  return RecordToCheck(s.host, actual, expected, dtype, numel, out);
 }
 
 cudaError_t CountDiffBytes(const void* a, const void* b, int64_t bytes, const DeviceScratch& s,
