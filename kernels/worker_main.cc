@@ -66,14 +66,26 @@ struct BenchOptions {
 
 using pkforge::Quantile;
 
+// Why --precise-timing cannot be honoured (empty: it can), for launch and
+// bench alike (eval_validation.cc says the same to API clients).
+std::string PreciseTimingRefusal(bool precise, const std::string& backend, bool skip_timing) {
+  if (!precise) return "";
+  if (backend != "cuda")
+    return "--precise-timing: needs --backend cuda (host timings are CPU timings, their "
+           "batches already sized by time)";
+  if (skip_timing) return "--precise-timing: needs timing (--skip-timing is set)";
+  return "";
+}
+
 // The harness benchmark (issue 4): per problem, `repeats` full evaluations
 // (default protocol: 5 trials, warm-up, 30 timed iterations) of the
 // reference's own code as the candidate. Reports the wall time of one
 // evaluation, the identical-candidate speedup (median, p95 of |speedup - 1|,
 // min, max) and the reference's median time, bus bandwidth and % of roofline.
 int Bench(const BenchOptions& b) {
-  if (b.precise_timing && b.backend != "cuda") {
-    fmt::print(stderr, "pkforge-worker bench: --precise-timing: needs --backend cuda\n");
+  if (const std::string why = PreciseTimingRefusal(b.precise_timing, b.backend, false);
+      !why.empty()) {
+    fmt::print(stderr, "pkforge-worker bench: {}\n", why);
     return 2;
   }
   std::vector<std::string> names = b.problems;
@@ -251,13 +263,9 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  if (lo.precise_timing && lo.backend != "cuda") {
-    fmt::print(stderr, "pkforge-worker: --precise-timing: needs --backend cuda (host timings are "
-                       "CPU timings, their batches already sized by time)\n");
-    return 2;
-  }
-  if (lo.precise_timing && lo.skip_timing) {
-    fmt::print(stderr, "pkforge-worker: --precise-timing: needs timing (--skip-timing is set)\n");
+  if (const std::string why = PreciseTimingRefusal(lo.precise_timing, lo.backend, lo.skip_timing);
+      !why.empty()) {
+    fmt::print(stderr, "pkforge-worker: {}\n", why);
     return 2;
   }
   if (!size_ladder.empty()) {
