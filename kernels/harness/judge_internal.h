@@ -172,12 +172,12 @@ class MainThreadWait {
   std::vector<int64_t> wait0_;
 };
 
-// Starved probes and drip batches: a main-thread wait (share of the window)
-// more than this above its yardstick. A candidate's wait counts as other
-// processes' load only when the reference's batch next to it (same pair, or
-// the reference's drip just before) waited about as much: load that hits the
-// candidate alone is its own (red team round 8 drip_starve_child_k16).
-inline constexpr double kStarvedShare = 0.25;
+// Starved probes and drip batches: a main-thread wait more than
+// kStarvedShare (progress_probe.h) above its yardstick. A candidate's wait
+// counts as other processes' load only when the reference's batch next to
+// it (same pair, or the reference's drip just before) waited about as much:
+// load that hits the candidate alone is its own (red team round 8
+// drip_starve_child_k16; progress_probe.h StarvedAlthoughReferenceWasNot).
 inline bool ReferenceWaitedAsMuch(double cand_share, double ref_share) {
   return cand_share - ref_share < kStarvedShare;
 }
@@ -208,6 +208,13 @@ struct CandidateWindow {
     return (RanksCpuNs(ranks_) - cpu0_) / std::max(1.0, static_cast<double>(window_ns) * cpus_);
   }
   int64_t MainCpuNs() const { return MainThreadsCpuNs(ranks_) - main0_; }
+  // CPU time of the candidate's threads other than the ranks' main threads
+  // since the start: what of the candidate's own could have held a main
+  // thread off its CPU (candidate.h: helper threads must be idle between
+  // calls; a host candidate has no processes but its ranks).
+  int64_t OtherCpuNs() const {
+    return std::max<int64_t>(0, (RanksCpuNs(ranks_) - cpu0_) - MainCpuNs());
+  }
   int cpus() const { return cpus_; }
 
  private:
@@ -295,6 +302,8 @@ class Judge {
   // not a timed sample.
   bool TimedPair(const Cmd& batch, int index, bool ref_first, v1::Phase phase, BatchWalls* w,
                  int64_t pause_ns = 0, double span_ns = 0);
+  // The start allowance of the probe under way (ns; 0 on cuda).
+  double probe_allowance_ns_ = 0;
   bool ProgressProbe(const Cmd& batch, v1::Phase phase, bool ref_ran, int64_t pause_ns,
                      double span_ns,
                      std::vector<Reply>* replies);

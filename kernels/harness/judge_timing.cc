@@ -127,9 +127,19 @@ bool Judge::Timing() {
     // which would put the pause after the end of a short batch).
     const double span_us =
         cand_spans.empty() ? 1 : *std::min_element(cand_spans.begin(), cand_spans.end());
+    // Host: "behind" counts the probe's time from the end of a start
+    // allowance (ProgressSample::start_allowance), and on a secret half of
+    // the probes the pause comes that much later, so that short batches are
+    // still probed in their middle; the other half keep the early pauses
+    // at which a candidate that did its whole batch at once reads "ahead".
+    const double allowance_ns =
+        Cuda() ? 0.0 : std::max(kProbeStartAllowanceNs, pool_.RefStartMedianNs());
+    const double shift_ns = (SecretSeed() & 1) != 0 ? allowance_ns : 0.0;
     const int64_t pause_ns =
-        is_probe ? static_cast<int64_t>(1e3 * span_us * (0.3 + 0.4 * (SecretSeed() % 1024) / 1024.0))
+        is_probe ? static_cast<int64_t>(shift_ns + 1e3 * span_us *
+                                                       (0.3 + 0.4 * (SecretSeed() % 1024) / 1024.0))
                  : 0;
+    probe_allowance_ns_ = allowance_ns;
     // Which side goes first is drawn from secret randomness (a fixed order
     // told the candidate when the reference's batch would follow its own:
     // red team irq_storm_ref aimed kernel timers at it), for probed batches
@@ -411,6 +421,7 @@ bool Judge::ProgressProbe(const Cmd& batch, v1::Phase ph, bool ref_ran, int64_t 
     for (const Reply& x : pr) done = std::min<uint64_t>(done, x.value);
     ProgressSample s;
     s.elapsed = std::max<double>(0.0, frozen_after_ns) / std::max(span_ns, 1.0);
+    s.start_allowance = probe_allowance_ns_ / std::max(span_ns, 1.0);
     s.done = static_cast<double>(done) / std::max<uint32_t>(batch.count, 1);
     s.calls = static_cast<int>(batch.count);
     s.replies_pending = pending;
@@ -423,14 +434,18 @@ bool Judge::ProgressProbe(const Cmd& batch, v1::Phase ph, bool ref_ran, int64_t 
     // Starved by other load (an honest candidate then lags), or held up by
     // its own threads (CandidateWindow).
     const double share = window.WaitShare(frozen_after_ns), used = window.Used(frozen_after_ns);
-    s.starved = share > least_wait_share_ + kStarvedShare && used < 0.5;
-    s.own_load = share > least_wait_share_ + kStarvedShare && !s.starved;
+    const ProbeLoad load = AttributeProbeWait(share, least_wait_share_, used,
+                                              static_cast<double>(window.OtherCpuNs()),
+                                              static_cast<double>(frozen_after_ns));
+    s.starved = load.starved;
+    s.own_load = load.own_load;
+    s.own_threads_idle = load.own_threads_idle;
     if (TimingDiag()) {
       const double cap = std::max(1.0, static_cast<double>(frozen_after_ns)) * window.cpus();
       fprintf(stderr,
-              "probe-diag elapsed %.2f done %.2f main_cpu %.2f all_cpu %.2f main_wait %.2f "
-              "least_wait %.2f%s%s%s\n",
-              s.elapsed, s.done, window.MainCpuNs() / cap, used, share, least_wait_share_,
+              "probe-diag elapsed %.2f allowance %.2f done %.2f main_cpu %.2f all_cpu %.2f "
+              "main_wait %.2f least_wait %.2f%s%s%s\n",
+              s.elapsed, s.start_allowance, s.done, window.MainCpuNs() / cap, used, share, least_wait_share_,
               s.main_idle ? " main_idle" : "", s.starved ? " starved" : "",
               s.own_load ? " own_load" : "");
     }
@@ -538,7 +553,9 @@ bool Judge::TimedPair(const Cmd& batch, int j, bool ref_first, v1::Phase ph, Bat
   // (ReferenceWaitedAsMuch).
   if (pause_ns > 0 && !samples_.progress.empty()) {
     ProgressSample& p = samples_.progress.back();
-    if (p.starved && ref_share >= 0 && !ReferenceWaitedAsMuch(last_probe_share_, ref_share)) {
+    if (p.starved && ref_share >= 0 &&
+        !StarvedAlthoughReferenceWasNot(p, !Cuda() && o_.world_size == 1) &&
+        !ReferenceWaitedAsMuch(last_probe_share_, ref_share)) {
       p.starved = false;
       p.own_load = true;
     }

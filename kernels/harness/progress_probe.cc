@@ -15,6 +15,10 @@ constexpr double kAheadElapsed = 0.5; // every call done by half the fastest bat
 constexpr double kAllDone = 0.999;
 }  // namespace
 
+double BehindElapsed(const ProgressSample& s) {
+  return std::max(0.0, s.elapsed - s.start_allowance);
+}
+
 ProgressFinding ClassifyProgress(const ProgressSample& s) {
   if (!s.replies_pending || s.late_stop || s.calls < kMinProbeCalls)
     return ProgressFinding::kInconclusive;
@@ -24,12 +28,27 @@ ProgressFinding ClassifyProgress(const ProgressSample& s) {
   // ahead, excused below the idle gate).
   if (s.done >= kAllDone && s.elapsed <= kAheadElapsed) return ProgressFinding::kAhead;
   if (s.starved || s.main_idle) return ProgressFinding::kInconclusive;
-  if (s.elapsed < kMinElapsed) return ProgressFinding::kInconclusive;
+  const double elapsed = BehindElapsed(s);
+  if (elapsed < kMinElapsed) return ProgressFinding::kInconclusive;
   // The call in progress at the stop counts as done: behind means even one
   // more call would leave it under a quarter of the honest share.
-  if (s.done + 1.0 / std::max(s.calls, 1) < kBehindShare * std::min(s.elapsed, 1.0))
+  if (s.done + 1.0 / std::max(s.calls, 1) < kBehindShare * std::min(elapsed, 1.0))
     return ProgressFinding::kBehind;
   return ProgressFinding::kConsistent;
+}
+
+ProbeLoad AttributeProbeWait(double share, double least, double used, double other_cpu_ns,
+                             double window_ns) {
+  ProbeLoad l;
+  l.own_threads_idle = other_cpu_ns < 0.5 * share * window_ns;
+  const bool waited = share > least + kStarvedShare;
+  l.starved = waited && (used < 0.5 || l.own_threads_idle);
+  l.own_load = waited && !l.starved;
+  return l;
+}
+
+bool StarvedAlthoughReferenceWasNot(const ProgressSample& probe, bool single_host_rank) {
+  return probe.starved && single_host_rank && probe.own_threads_idle;
 }
 
 std::vector<ProgressSample> WithoutIdleExcuse(std::vector<ProgressSample> samples) {
@@ -108,7 +127,7 @@ ProgressVerdict JudgeProgress(const std::vector<ProgressSample>& samples, bool a
     } else {
       if (f == ProgressFinding::kBehind || f == ProgressFinding::kAhead) ++bad;
       if (!ahead_convicts && f == ProgressFinding::kBehind && s.done < kStallDone &&
-          s.elapsed >= kStallElapsed)
+          BehindElapsed(s) >= kStallElapsed)
         ++v.stalled;
       // Anomalies must also be most of the conclusive probes: load from
       // other processes can slow an honest candidate on one probe, not on

@@ -39,11 +39,32 @@ struct ProgressSample {
                                // kMinMainRunShare of the window: still waking up, or
                                // waiting for CPUs (inconclusive)
   bool idle_unexcused = false; // main_idle, but judged anyway (WithoutIdleExcuse)
+  bool own_threads_idle = false; // the candidate's threads other than the main ones ran for
+                                 // under half the main thread's wait: not its own load
   bool own_load = false;       // it waited as long, but the candidate's own threads held
                                // the CPUs (helper threads must be idle between calls):
                                // still conclusive, named in the detail
   int calls = 128;             // calls in the batch
+  double start_allowance = 0;  // host: the share of the batch's time, from the command, that
+                               // "behind" does not count (kProbeStartAllowanceNs)
 };
+
+// Host: a batch's first call can start tens of microseconds after its
+// command whatever the batch's length (the continue signal, the wake-up,
+// the command read, the batch's barrier; on this 2-core host 10-30 us idle,
+// 60-80 us beside another test's ranks), which in a batch of ~130 us (128
+// calls of ~1 us at world size 1, tiny) is half of it: the probes read
+// honest candidates 0% done at 48-63% (CI, 2026-12-06: naive_host_moe_all2all
+// CHEAT_DETECTED on three such probes). So "behind" compares the calls
+// done with the time after this allowance (or the reference's median start,
+// if longer: RankPool::RefStartMedianNs, trusted), and on a secret half of
+// the probes the judge pauses the candidate that much later than the secret
+// share of its batch, so that short batches are still probed in their
+// middle; "ahead" keeps the judge's whole clock and the early pauses of the
+// other half. Not on cuda (ahead_convicts false),
+// where batches start behind the same wake-up but last far longer and the
+// stall rule was calibrated without it.
+inline constexpr double kProbeStartAllowanceNs = 50'000;
 
 enum class ProgressFinding { kConsistent, kBehind, kAhead, kInconclusive };
 
@@ -91,12 +112,46 @@ std::vector<ProgressSample> ProbesAsJudged(const std::vector<ProgressSample>& pr
                                            const std::vector<double>& ref_us,
                                            const std::vector<double>& cand_us);
 
+// Who held a probed candidate's main thread off its CPU. `share`: the most
+// a rank's main thread waited for a CPU in the window, / the window;
+// `least`: the least such share its timed batches showed (ranks sharing
+// CPUs wait for each other); `used`: the share of their CPUs the
+// candidate's threads used; `other_cpu_ns`: CPU time of its threads other
+// than the ranks' main ones. Starved (inconclusive) when the wait is over
+// kStarvedShare above `least` and the candidate's threads did not fill
+// their CPUs, or its other threads ran for under half the wait (nothing of
+// its own could have held the main thread up: a candidate of one thread a
+// rank that waited, waited behind other processes however much it ran
+// itself; CI, 2026-12-06: naive_host_moe_all2all at world size 1 read
+// "own_load" on three probes with another test's ranks on the CPUs, its
+// first call late, CHEAT_DETECTED). Else own load (conclusive) when it
+// waited as long.
+// Starved probes and drip batches: a main-thread wait (share of the window)
+// more than this above its yardstick (judge_internal.h ReferenceWaitedAsMuch).
+inline constexpr double kStarvedShare = 0.25;
+struct ProbeLoad {
+  bool starved = false, own_load = false, own_threads_idle = false;
+};
+ProbeLoad AttributeProbeWait(double share, double least, double used, double other_cpu_ns,
+                             double window_ns);
+// A starved probe whose reference batch (same pair) did not wait as much is
+// normally the candidate's own doing (red team round 8 drip_starve_child:
+// load from processes of its own that the window does not count) and counts
+// as own load. Except where the candidate has no process but its rank and
+// its other threads hardly ran (`single_host_rank`: the host backend at
+// world size 1): the load was other processes', which came and went between
+// the two batches.
+bool StarvedAlthoughReferenceWasNot(const ProgressSample& probe, bool single_host_rank);
+
 // One probe: behind when at least 30% of a batch's time has passed and fewer
 // than a quarter of the calls that would be done are; ahead when every call
 // is done at no more than half the batch's time with replies still pending;
 // inconclusive when too little time passed, the batch had ended, the
 // candidate's batches are too short, or it was starved of CPU by other load.
 ProgressFinding ClassifyProgress(const ProgressSample& s);
+// The share of the batch's time "behind" counts: elapsed less the start
+// allowance, at least 0.
+double BehindElapsed(const ProgressSample& s);
 
 struct ProgressVerdict {
   bool cheat = false;  // at least two probes behind or ahead, and 3/4 of the conclusive ones

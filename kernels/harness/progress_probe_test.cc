@@ -258,5 +258,62 @@ TEST(ProgressProbe, StalledProbesConvictWholeBatchFusionOnCuda) {
   EXPECT_TRUE(JudgeProgress(four, false).cheat);
 }
 
+// CI, 2026-12-06: naive_host_moe_all2all at world size 1, tiny (batches of
+// ~130 us), read 0% done at 48% and 63% of its batch: its first call had
+// not started (the continue signal, wake-up and command read took 60-80 us
+// beside another test). The start allowance is not counted as batch time
+// for "behind"; a candidate that still has nothing done well after it does.
+TEST(ProgressProbe, StartAllowanceKeepsALateFirstCallFromReadingBehind) {
+  ProgressSample late{0.63, 0.0, true};
+  EXPECT_EQ(ClassifyProgress(late), ProgressFinding::kBehind);  // without the allowance
+  late.start_allowance = 0.38;  // 50 us of a 130 us batch
+  EXPECT_EQ(ClassifyProgress(late), ProgressFinding::kInconclusive);
+  EXPECT_DOUBLE_EQ(BehindElapsed(late), 0.25);
+  ProgressSample deferred{1.0, 0.0, true};
+  deferred.start_allowance = 0.38;
+  EXPECT_EQ(ClassifyProgress(deferred), ProgressFinding::kBehind);
+  // Two such probes no longer convict the honest candidate; the fuser's do.
+  std::vector<ProgressSample> honest(3, late), fuser(3, deferred);
+  EXPECT_FALSE(JudgeProgress(honest).cheat);
+  EXPECT_TRUE(JudgeProgress(fuser).cheat);
+}
+
+// "Ahead" keeps the judge's whole clock: every call done at 45% of the
+// batch is no start delay.
+TEST(ProgressProbe, AheadIgnoresTheStartAllowance) {
+  ProgressSample s{0.45, 1.0, true};
+  s.start_allowance = 0.38;
+  EXPECT_EQ(ClassifyProgress(s), ProgressFinding::kAhead);
+}
+
+// A rank's main thread that waited for a CPU while the candidate's other
+// threads hardly ran waited behind other processes, however much it ran
+// itself (CI, 2026-12-06: a one-thread naive candidate read "own_load" and
+// was judged); helper threads that ran make the wait its own.
+TEST(ProgressProbe, WaitBesideIdleOwnThreadsIsOtherProcessesLoad) {
+  const double window = 100e3;
+  const ProbeLoad alone = AttributeProbeWait(0.5, 0.05, 0.7, /*other_cpu_ns=*/0, window);
+  EXPECT_TRUE(alone.starved);
+  EXPECT_FALSE(alone.own_load);
+  EXPECT_TRUE(alone.own_threads_idle);
+  const ProbeLoad helpers = AttributeProbeWait(0.5, 0.05, 0.7, /*other_cpu_ns=*/40e3, window);
+  EXPECT_FALSE(helpers.starved);
+  EXPECT_TRUE(helpers.own_load);
+  // Under the yardstick: neither.
+  const ProbeLoad calm = AttributeProbeWait(0.2, 0.05, 0.7, 0, window);
+  EXPECT_FALSE(calm.starved || calm.own_load);
+  // Threads that left their CPUs unused: starved, as before.
+  EXPECT_TRUE(AttributeProbeWait(0.5, 0.05, 0.3, 40e3, window).starved);
+
+  // The reference's batch beside it did not wait: the wait stays other
+  // processes' only for one host rank whose own threads were idle.
+  ProgressSample p{0.6, 0.0, true, true};
+  p.own_threads_idle = true;
+  EXPECT_TRUE(StarvedAlthoughReferenceWasNot(p, /*single_host_rank=*/true));
+  EXPECT_FALSE(StarvedAlthoughReferenceWasNot(p, /*single_host_rank=*/false));
+  p.own_threads_idle = false;
+  EXPECT_FALSE(StarvedAlthoughReferenceWasNot(p, true));
+}
+
 }  // namespace
 }  // namespace pkforge::kernels

@@ -22,6 +22,7 @@
 #include <thread>
 
 #include "common/unix_gc.h"
+#include "common/stats.h"
 #include "fmt/format.h"
 
 extern char** environ;
@@ -463,6 +464,14 @@ bool RankPool::CandPausedRound(
   if (!while_frozen(frozen_after, !all_ready())) return false;
   if (!Thaw()) return false;
   if (!Collect(cands_, cmd.op, phase, replies)) return false;
+  if (RoundDiagOn() && !replies->empty()) {
+    // Where the probe fell: the candidate's own first-call time (its clock,
+    // a diagnosis only), the stop sent, the stop verified.
+    int64_t t0 = 0;
+    for (const Reply& x : *replies) t0 = std::max(t0, x.t0_ns);
+    fmt::print(stderr, "probe-wake first call {:.1f} us, stop sent {:.1f} us, took hold {:.1f} us\n",
+               (t0 - t_send) / 1e3, frozen_after / 1e3, (tree_.stopped_at_ns() - t_send) / 1e3);
+  }
   return Freeze(phase);
 }
 
@@ -503,7 +512,12 @@ bool RankPool::RefTimedRound(const Cmd& cmd, v1::Phase phase, std::vector<Reply>
   }
   const int64_t t_recv = MonotonicNs();
   st = ref_tree_.Freeze(MonotonicNs() + kFreezeLimitNs);
-  if (cmd.op == kOpBatch) Diag("ref", t_send, t_recv, ref_tree_.stopped_at_ns(), *replies);
+  if (cmd.op == kOpBatch) {
+    Diag("ref", t_send, t_recv, ref_tree_.stopped_at_ns(), *replies);
+    int64_t first = 0;
+    for (const Reply& x : *replies) first = std::max(first, x.t0_ns - t_send);
+    ref_start_ns_.push_back(static_cast<double>(first));
+  }
   if (!st.ok()) {
     out_->HarnessFault(fmt::format("stopping the reference ranks: {}", std::string(st.message())));
     return false;
@@ -511,6 +525,10 @@ bool RankPool::RefTimedRound(const Cmd& cmd, v1::Phase phase, std::vector<Reply>
   *wall_ns = ref_tree_.stopped_at_ns() - t_send;
   ref_tree_.Thaw();
   return true;
+}
+
+double RankPool::RefStartMedianNs() const {
+  return ref_start_ns_.empty() ? 0.0 : pkforge::Quantile(ref_start_ns_, 0.5);
 }
 
 bool RankPool::RoundCmd(const std::vector<RankProc*>& procs, const Cmd& c, v1::Phase phase,

@@ -124,6 +124,12 @@ class RankPool {
   // ns from the command of the last CandRound to its last reply (the clock
   // of a timed round runs on until the stop is verified).
   int64_t last_reply_ns() const { return last_reply_ns_; }
+  // The median, over the reference's timed batches so far, of the time from
+  // a batch's command to its first call (the last rank's, after the
+  // batch's barrier): how long trusted code took to get going on this
+  // machine just now; 0 before any. The progress probes' start allowance
+  // (Judge::ProgressProbe).
+  double RefStartMedianNs() const;
   // PKFORGE_TIMING_DIAG=1: one stderr line per command kind and side with
   // its rounds and their summed time from the send to the last reply
   // ("round-diag"), so one run shows where an evaluation's time goes.
@@ -187,6 +193,7 @@ class RankPool {
   CandidateProcesses ref_tree_;  // the reference ranks, stopped the same way to end their clock
   int frozen_windows_ = 0;
   int64_t last_reply_ns_ = 0;
+  std::vector<double> ref_start_ns_;  // RefStartMedianNs's samples
   // PrintRoundDiag's tallies, by op + (candidate side ? kOpSlots : 0).
   static constexpr int kOpSlots = 32;
   int64_t op_sent_ns_[2 * kOpSlots] = {};
