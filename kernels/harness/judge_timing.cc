@@ -132,8 +132,9 @@ bool Judge::Timing() {
     // the probes the pause comes that much later, so that short batches are
     // still probed in their middle; the other half keep the early pauses
     // at which a candidate that did its whole batch at once reads "ahead".
-    const double allowance_ns =
-        Cuda() ? 0.0 : std::max(kProbeStartAllowanceNs, pool_.RefStartMedianNs());
+    const double allowance_ns = Cuda() || o_.world_size != 1
+                                    ? 0.0
+                                    : std::max(kProbeStartAllowanceNs, pool_.RefStartMedianNs());
     const double shift_ns = (SecretSeed() & 1) != 0 ? allowance_ns : 0.0;
     const int64_t pause_ns =
         is_probe ? static_cast<int64_t>(shift_ns + 1e3 * span_us *
@@ -436,7 +437,8 @@ bool Judge::ProgressProbe(const Cmd& batch, v1::Phase ph, bool ref_ran, int64_t 
     const double share = window.WaitShare(frozen_after_ns), used = window.Used(frozen_after_ns);
     const ProbeLoad load = AttributeProbeWait(share, least_wait_share_, used,
                                               static_cast<double>(window.OtherCpuNs()),
-                                              static_cast<double>(frozen_after_ns));
+                                              static_cast<double>(frozen_after_ns),
+                                              !Cuda() && o_.world_size == 1);
     s.starved = load.starved;
     s.own_load = load.own_load;
     s.own_threads_idle = load.own_threads_idle;
@@ -554,7 +556,7 @@ bool Judge::TimedPair(const Cmd& batch, int j, bool ref_first, v1::Phase ph, Bat
   if (pause_ns > 0 && !samples_.progress.empty()) {
     ProgressSample& p = samples_.progress.back();
     if (p.starved && ref_share >= 0 &&
-        !StarvedAlthoughReferenceWasNot(p, !Cuda() && o_.world_size == 1) &&
+        !StarvedAlthoughReferenceWasNot(p) &&
         !ReferenceWaitedAsMuch(last_probe_share_, ref_share)) {
       p.starved = false;
       p.own_load = true;

@@ -38,17 +38,17 @@ ProgressFinding ClassifyProgress(const ProgressSample& s) {
 }
 
 ProbeLoad AttributeProbeWait(double share, double least, double used, double other_cpu_ns,
-                             double window_ns) {
+                             double window_ns, bool single_host_rank) {
   ProbeLoad l;
-  l.own_threads_idle = other_cpu_ns < 0.5 * share * window_ns;
+  l.own_threads_idle = single_host_rank && other_cpu_ns < 0.5 * share * window_ns;
   const bool waited = share > least + kStarvedShare;
   l.starved = waited && (used < 0.5 || l.own_threads_idle);
   l.own_load = waited && !l.starved;
   return l;
 }
 
-bool StarvedAlthoughReferenceWasNot(const ProgressSample& probe, bool single_host_rank) {
-  return probe.starved && single_host_rank && probe.own_threads_idle;
+bool StarvedAlthoughReferenceWasNot(const ProgressSample& probe) {
+  return probe.starved && probe.own_threads_idle;
 }
 
 std::vector<ProgressSample> WithoutIdleExcuse(std::vector<ProgressSample> samples) {

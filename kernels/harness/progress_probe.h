@@ -61,7 +61,10 @@ struct ProgressSample {
 // the probes the judge pauses the candidate that much later than the secret
 // share of its batch, so that short batches are still probed in their
 // middle; "ahead" keeps the judge's whole clock and the early pauses of the
-// other half. Not on cuda (ahead_convicts false),
+// other half. Host, world size 1 only: with several ranks the reference's
+// start (their barrier) is 60-170 us, and a fuser's batch of ~110 us at 41x
+// (red team drip_aware_fuse, allreduce world 3) was never judged in a first
+// version; honest batches there are milliseconds. Not on cuda (ahead_convicts false),
 // where batches start behind the same wake-up but last far longer and the
 // stall rule was calibrated without it.
 inline constexpr double kProbeStartAllowanceNs = 50'000;
@@ -119,13 +122,17 @@ std::vector<ProgressSample> ProbesAsJudged(const std::vector<ProgressSample>& pr
 // candidate's threads used; `other_cpu_ns`: CPU time of its threads other
 // than the ranks' main ones. Starved (inconclusive) when the wait is over
 // kStarvedShare above `least` and the candidate's threads did not fill
-// their CPUs, or its other threads ran for under half the wait (nothing of
-// its own could have held the main thread up: a candidate of one thread a
-// rank that waited, waited behind other processes however much it ran
-// itself; CI, 2026-12-06: naive_host_moe_all2all at world size 1 read
-// "own_load" on three probes with another test's ranks on the CPUs, its
-// first call late, CHEAT_DETECTED). Else own load (conclusive) when it
-// waited as long.
+// their CPUs, or, `single_host_rank` (the host backend at world size 1:
+// the candidate has no process but its one rank), its other threads ran
+// for under half the wait (nothing of its own could have held the main
+// thread up: a one-thread candidate that waited, waited behind other
+// processes however much it ran itself; CI, 2026-12-06:
+// naive_host_moe_all2all at world size 1 read "own_load" on probes with
+// another test's ranks on the CPUs, its first call late, CHEAT_DETECTED).
+// Not with several ranks, whose main threads hold each other up: there a
+// fuser's spinning ranks made its leader's probes "starved" (red team
+// drip_aware_fuse, OK at 41x in a first version). Else own load
+// (conclusive) when it waited as long.
 // Starved probes and drip batches: a main-thread wait (share of the window)
 // more than this above its yardstick (judge_internal.h ReferenceWaitedAsMuch).
 inline constexpr double kStarvedShare = 0.25;
@@ -133,15 +140,14 @@ struct ProbeLoad {
   bool starved = false, own_load = false, own_threads_idle = false;
 };
 ProbeLoad AttributeProbeWait(double share, double least, double used, double other_cpu_ns,
-                             double window_ns);
+                             double window_ns, bool single_host_rank);
 // A starved probe whose reference batch (same pair) did not wait as much is
 // normally the candidate's own doing (red team round 8 drip_starve_child:
 // load from processes of its own that the window does not count) and counts
-// as own load. Except where the candidate has no process but its rank and
-// its other threads hardly ran (`single_host_rank`: the host backend at
-// world size 1): the load was other processes', which came and went between
-// the two batches.
-bool StarvedAlthoughReferenceWasNot(const ProgressSample& probe, bool single_host_rank);
+// as own load. Except where AttributeProbeWait found its own threads idle
+// (one host rank, no other process): the load was other processes', which
+// came and went between the two batches.
+bool StarvedAlthoughReferenceWasNot(const ProgressSample& probe);
 
 // One probe: behind when at least 30% of a batch's time has passed and fewer
 // than a quarter of the calls that would be done are; ahead when every call

@@ -292,27 +292,31 @@ TEST(ProgressProbe, AheadIgnoresTheStartAllowance) {
 // was judged); helper threads that ran make the wait its own.
 TEST(ProgressProbe, WaitBesideIdleOwnThreadsIsOtherProcessesLoad) {
   const double window = 100e3;
-  const ProbeLoad alone = AttributeProbeWait(0.5, 0.05, 0.7, /*other_cpu_ns=*/0, window);
+  const ProbeLoad alone = AttributeProbeWait(0.5, 0.05, 0.7, /*other_cpu_ns=*/0, window, true);
   EXPECT_TRUE(alone.starved);
   EXPECT_FALSE(alone.own_load);
   EXPECT_TRUE(alone.own_threads_idle);
-  const ProbeLoad helpers = AttributeProbeWait(0.5, 0.05, 0.7, /*other_cpu_ns=*/40e3, window);
+  const ProbeLoad helpers = AttributeProbeWait(0.5, 0.05, 0.7, /*other_cpu_ns=*/40e3, window, true);
   EXPECT_FALSE(helpers.starved);
   EXPECT_TRUE(helpers.own_load);
   // Under the yardstick: neither.
-  const ProbeLoad calm = AttributeProbeWait(0.2, 0.05, 0.7, 0, window);
+  const ProbeLoad calm = AttributeProbeWait(0.2, 0.05, 0.7, 0, window, true);
   EXPECT_FALSE(calm.starved || calm.own_load);
   // Threads that left their CPUs unused: starved, as before.
-  EXPECT_TRUE(AttributeProbeWait(0.5, 0.05, 0.3, 40e3, window).starved);
+  EXPECT_TRUE(AttributeProbeWait(0.5, 0.05, 0.3, 40e3, window, true).starved);
+  // Several ranks: their main threads hold each other up (a fuser's
+  // spinning ranks), so idle helper threads excuse nothing.
+  const ProbeLoad ranks = AttributeProbeWait(0.5, 0.05, 0.7, 0, window, false);
+  EXPECT_FALSE(ranks.starved);
+  EXPECT_TRUE(ranks.own_load);
 
   // The reference's batch beside it did not wait: the wait stays other
-  // processes' only for one host rank whose own threads were idle.
+  // processes' only where its own threads were found idle.
   ProgressSample p{0.6, 0.0, true, true};
-  p.own_threads_idle = true;
-  EXPECT_TRUE(StarvedAlthoughReferenceWasNot(p, /*single_host_rank=*/true));
-  EXPECT_FALSE(StarvedAlthoughReferenceWasNot(p, /*single_host_rank=*/false));
-  p.own_threads_idle = false;
-  EXPECT_FALSE(StarvedAlthoughReferenceWasNot(p, true));
+  p.own_threads_idle = alone.own_threads_idle;
+  EXPECT_TRUE(StarvedAlthoughReferenceWasNot(p));
+  p.own_threads_idle = ranks.own_threads_idle;
+  EXPECT_FALSE(StarvedAlthoughReferenceWasNot(p));
 }
 
 }  // namespace
