@@ -219,6 +219,8 @@ if [[ "$PART" == s18a ]]; then
   done
   t batchcheck 80 PKFORGE_BATCH_CHECK=1 $H $B/kernels/kernels_gpu_test \
     --gtest_filter='*Perturbed*:*Unwritten*:*MutatingInputs*:*CachingByPointer*:*DoingNothing*:*PreciseTiming*'
+  t probe 30 $H $B/kernels/probe_gpu_test
+  t sandbox 30 $H $B/sandbox/sandbox_gpu_test
 fi
 if [[ "$PART" == s18b ]]; then
   # Precise timing as shipped (the 2 GiB shape): the copies and the two

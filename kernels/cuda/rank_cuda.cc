@@ -261,7 +261,6 @@ void CudaRank::Init(Reply* rep) {
   if (Failed(rep, CreateScratch(&scratch_), "scratch")) return;
   if (Failed(rep, cudaMalloc(&data_, static_cast<size_t>(slot_bytes_) * o_.slots), "cudaMalloc data"))
     return;
-  tensors_.Build(o_.slots, in_, out_, [&](int slot, const Placed& p) { return At(data_, slot, p); });
   if (!ref_) {
     // Export the candidate's inputs/outputs to reference rank r (mailbox).
     cudaIpcMemHandle_t h;
@@ -466,8 +465,26 @@ void CudaRank::Gen(int slot, uint64_t seed, bool candidate_too, bool finish, Rep
   if (finish) Failed(rep, cudaStreamSynchronize(stream_), "generate (sync)");
 }
 
+void CudaRank::Tensors(char* base, int slot, std::vector<pkf_tensor>* in,
+                       std::vector<pkf_tensor>* out) {
+  auto fill = [&](const std::vector<Placed>& v, std::vector<pkf_tensor>* t) {
+    for (const Placed& p : v) {
+      pkf_tensor x;
+      std::memset(&x, 0, sizeof x);
+      x.data = At(base, slot, p);
+      x.dtype = p.dtype;
+      x.ndim = static_cast<int32_t>(p.desc.shape.size());
+      for (size_t d = 0; d < p.desc.shape.size() && d < 8; ++d) x.shape[d] = p.desc.shape[d];
+      t->push_back(x);
+    }
+  };
+  fill(in_, in);
+  fill(out_, out);
+}
+
 void CudaRank::Run(int slot, Reply* rep) {
-  tensors_.PrepareOne(slot);
+  std::vector<pkf_tensor> in, out;
+  Tensors(data_, slot, &in, &out);
   SideBarrierWait(g_control, o_.rank, o_.world);
   // Touch: every input and output of the call is read once in this
   // process's GPU context first, so both sides start from the same cache
@@ -496,8 +513,8 @@ void CudaRank::Run(int slot, Reply* rep) {
   // cost the same (without a tool attached, two calls into NVTX each).
   nvtxRangePushA(RangeName());
   cudaEventRecord(start_, stream_);
-  rep->rc = run_(&ctx_, tensors_.In(0), tensors_.n_in(), tensors_.Out(0), tensors_.n_out(),
-                 stream_);
+  rep->rc = run_(&ctx_, in.data(), static_cast<int32_t>(in.size()), out.data(),
+                 static_cast<int32_t>(out.size()), stream_);
   cudaError_t e = cudaEventRecord(stop_, stream_);
   nvtxRangePop();
   if (e == cudaSuccess) e = cudaEventSynchronize(stop_);
@@ -521,7 +538,8 @@ void CudaRank::Run(int slot, Reply* rep) {
 // the events here are this process's view, a cross-check only (a candidate
 // can patch its own CUDA runtime).
 void CudaRank::Batch(const Cmd& cmd, Reply* rep) {
-  tensors_.Prepare(cmd);
+  std::vector<std::vector<pkf_tensor>> ins(cmd.count), outs(cmd.count);
+  for (uint32_t k = 0; k < cmd.count; ++k) Tensors(data_, cmd.SlotAt(k), &ins[k], &outs[k]);
   int64_t t0 = 0;
   // One barrier at the batch's start, none between its calls (as on the
   // host: no harness work the candidate could patch out is timed).
@@ -533,8 +551,8 @@ void CudaRank::Batch(const Cmd& cmd, Reply* rep) {
     }
     g_control->in_run[o_.rank].store(1);
     nvtxRangePushA(RangeName());
-    rep->rc = run_(&ctx_, tensors_.In(k), tensors_.n_in(), tensors_.Out(k), tensors_.n_out(),
-                   stream_);
+    rep->rc = run_(&ctx_, ins[k].data(), static_cast<int32_t>(ins[k].size()), outs[k].data(),
+                   static_cast<int32_t>(outs[k].size()), stream_);
     nvtxRangePop();
     if (rep->rc != 0) {
       g_control->in_run[o_.rank].store(0);

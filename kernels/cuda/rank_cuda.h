@@ -18,7 +18,6 @@
 #include "kernels/harness/problem.h"
 #include "kernels/harness/protocol.h"
 #include "kernels/harness/rank.h"
-#include "kernels/harness/slot_tensors.h"
 #include "pkforge/candidate.h"
 
 namespace pkforge::kernels::cuda {
@@ -60,6 +59,7 @@ class CudaRank {
   bool EnsureCandData(Reply* rep);
   cudaError_t PoisonOutputs(char* base, int slot);
   void Gen(int slot, uint64_t seed, bool candidate_too, bool finish, Reply* rep);
+  void Tensors(char* base, int slot, std::vector<pkf_tensor>* in, std::vector<pkf_tensor>* out);
   void Run(int slot, Reply* rep);
   void Batch(const Cmd& cmd, Reply* rep);
   bool CreateSwitchContext(Reply* rep);
@@ -97,7 +97,6 @@ class CudaRank {
   char* mailbox_ = nullptr;
   char* peer_mailbox_ = nullptr;
   char* data_ = nullptr;       // device: this rank's inputs/outputs, all slots
-  SlotTensors tensors_;        // every slot's pkf_tensor descriptors (on data_), built once
   char* cand_data_ = nullptr;  // ref: the candidate rank's allocation (IPC)
   char* snapshot_ = nullptr;   // ref: device copies of candidate outputs, one per call of a batch
   int64_t snapshot_bytes_ = 0;

@@ -21,7 +21,6 @@
 #include "kernels/harness/protocol.h"
 #include "kernels/harness/rng.h"
 #include "kernels/harness/shm.h"
-#include "kernels/harness/slot_tensors.h"
 #include "kernels/harness/tensor_ops.h"
 #include "kernels/problems/common/host_math.h"
 
@@ -158,8 +157,6 @@ class Rank {
     if (!ctl.ok() || !scratch.ok() || !data.ok()) return Fail("mapping segments failed");
     g_control = static_cast<SideControl*>(*ctl);
     data_ = static_cast<char*>(*data);
-    tensors_.Build(o_.slots, layout_.in[o_.rank], layout_.out[o_.rank],
-                   [&](int slot, const Placed& p) { return data_ + layout_.SlotBase(slot) + p.offset; });
     if (o_.role == "ref") {
       auto peer = MapSegment(kFdPeerData, layout_.total_bytes);
       if (!peer.ok()) return Fail("mapping candidate data failed");
@@ -306,13 +303,30 @@ class Rank {
     }
   }
 
+  void Tensors(char* base, int slot, std::vector<pkf_tensor>* in, std::vector<pkf_tensor>* out) {
+    auto fill = [&](const std::vector<Placed>& v, std::vector<pkf_tensor>* t) {
+      for (const Placed& p : v) {
+        pkf_tensor x;
+        std::memset(&x, 0, sizeof x);
+        x.data = base + layout_.SlotBase(slot) + p.offset;
+        x.dtype = p.dtype;
+        x.ndim = static_cast<int32_t>(p.desc.shape.size());
+        for (size_t d = 0; d < p.desc.shape.size() && d < 8; ++d) x.shape[d] = p.desc.shape[d];
+        t->push_back(x);
+      }
+    };
+    fill(layout_.in[o_.rank], in);
+    fill(layout_.out[o_.rank], out);
+  }
+
   void Run(int slot, Reply* rep) {
-    tensors_.PrepareOne(slot);
+    std::vector<pkf_tensor> in, out;
+    Tensors(data_, slot, &in, &out);
     SideBarrierWait(g_control, o_.rank, o_.world);
     g_control->in_run[o_.rank].store(1);
     g_t0_ns = MonotonicNs();
-    rep->rc = run_(&ctx_, tensors_.In(0), tensors_.n_in(), tensors_.Out(0), tensors_.n_out(),
-                   nullptr);
+    rep->rc = run_(&ctx_, in.data(), static_cast<int32_t>(in.size()), out.data(),
+                   static_cast<int32_t>(out.size()), nullptr);
     rep->t1_ns = MonotonicNs();
     rep->t0_ns = g_t0_ns;
     g_control->in_run[o_.rank].store(0);
@@ -323,7 +337,8 @@ class Rank {
   // t0/t1 are this process's view (a candidate can rewrite them: cross-check
   // only).
   void Batch(const Cmd& cmd, Reply* rep) {
-    tensors_.Prepare(cmd);
+    std::vector<std::vector<pkf_tensor>> ins(cmd.count), outs(cmd.count);
+    for (uint32_t k = 0; k < cmd.count; ++k) Tensors(data_, cmd.SlotAt(k), &ins[k], &outs[k]);
     // One barrier at the batch's start, none between its calls: harness work
     // inside a candidate process is the candidate's to patch out or forge
     // (red team: patch_harness_barrier, barrier_state_forge), so the judge
@@ -333,8 +348,8 @@ class Rank {
     for (uint32_t k = 0; k < cmd.count; ++k) {
       if (k == 0) g_t0_ns = MonotonicNs();
       g_control->in_run[o_.rank].store(1);
-      rep->rc = run_(&ctx_, tensors_.In(k), tensors_.n_in(), tensors_.Out(k), tensors_.n_out(),
-                     nullptr);
+      rep->rc = run_(&ctx_, ins[k].data(), static_cast<int32_t>(ins[k].size()), outs[k].data(),
+                     static_cast<int32_t>(outs[k].size()), nullptr);
       g_control->in_run[o_.rank].store(0);
       if (rep->rc != 0) {
         snprintf(rep->message, sizeof rep->message, "pkf_run returned %d (call %u of the batch)",
@@ -351,7 +366,8 @@ class Rank {
   // Harness code in a candidate process: a candidate can patch it, which
   // only withholds its own inputs or gets its own calls verified early.
   void DripCalls(const Cmd& cmd, DripWord* w, Reply* rep) {
-    tensors_.Prepare(cmd);
+    std::vector<std::vector<pkf_tensor>> ins(cmd.count), outs(cmd.count);
+    for (uint32_t k = 0; k < cmd.count; ++k) Tensors(data_, cmd.SlotAt(k), &ins[k], &outs[k]);
     SideBarrierWait(g_control, o_.rank, o_.world);
     for (uint32_t k = 0; k < cmd.count; ++k) {
       for (;;) {
@@ -365,8 +381,8 @@ class Rank {
         WaitWhileEquals(&w->released, r, 50'000'000);
       }
       g_control->in_run[o_.rank].store(1);
-      rep->rc = run_(&ctx_, tensors_.In(k), tensors_.n_in(), tensors_.Out(k), tensors_.n_out(),
-                     nullptr);
+      rep->rc = run_(&ctx_, ins[k].data(), static_cast<int32_t>(ins[k].size()), outs[k].data(),
+                     static_cast<int32_t>(outs[k].size()), nullptr);
       g_control->in_run[o_.rank].store(0);
       if (rep->rc != 0) {
         w->returned.store(kDripAbort, std::memory_order_release);
@@ -692,7 +708,6 @@ class Rank {
   DataLayout layout_;
   char* data_ = nullptr;
   char* cand_data_ = nullptr;
-  SlotTensors tensors_;  // every slot's pkf_tensor descriptors, built once
   std::vector<void*> scratch_ptrs_;
   std::vector<uint32_t*> flag_ptrs_;
   pkf_context ctx_{};
