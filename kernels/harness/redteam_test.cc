@@ -398,13 +398,12 @@ TEST(RedTeam, sysv_shm_oom_blame) {
 }
 
 // A helper PROCESS started in pkf_setup, idle between calls (round 3 finding
-// 6): candidate.h does not forbid it, the judge convicts it (outlived_call).
-// Pending a decision: OK if helper processes become allowed like threads;
-// if candidate.h forbids them instead, expect Cheat({"outlived_call"}).
-TEST(RedTeamPending, control_helper_process) {
-  if (getenv("PKFORGE_REDTEAM_PENDING") == nullptr)
-    GTEST_SKIP() << "round 3 finding 6 (policy decision); PKFORGE_REDTEAM_PENDING=1 runs it";
-  Expect("control_helper_process", {kOk});
+// 6). Settled by the ABI: candidate.h says child processes are not allowed
+// and that starting any process on the host backend is CHEAT_DETECTED
+// (outlived_call), which is what the judge answers (the rank's seccomp
+// filter kills it in PHASE_SETUP). Regular since session 18.
+TEST(RedTeam, control_helper_process) {
+  Expect("control_helper_process", {Cheat({"outlived_call"})});
 }
 
 TEST(RedTeam, batch_lookahead_fuse) { ExpectProgressCheat("batch_lookahead_fuse"); }
