@@ -302,8 +302,6 @@ class Judge {
   // not a timed sample.
   bool TimedPair(const Cmd& batch, int index, bool ref_first, v1::Phase phase, BatchWalls* w,
                  int64_t pause_ns = 0, double span_ns = 0);
-  // The start allowance of the probe under way (ns; 0 on cuda).
-  double probe_allowance_ns_ = 0;
   bool ProgressProbe(const Cmd& batch, v1::Phase phase, bool ref_ran, int64_t pause_ns,
                      double span_ns,
                      std::vector<Reply>* replies);
@@ -341,6 +339,9 @@ class Judge {
   double least_wait_share_ = 1.0;
   // The candidate's main-thread wait share at the last progress probe's stop.
   double last_probe_share_ = 0;
+  // The start allowance of the probe under way (ns; 0 but on the host at
+  // world size 1: progress_probe.h kProbeStartAllowanceNs).
+  double probe_allowance_ns_ = 0;
   double host_memcpy_gbps_ = 0;  // measured before the ranks start (host ceiling)
   // The reference's last timed batch, us (cuda: the most the secret delay
   // before the next one's idle probe may be).

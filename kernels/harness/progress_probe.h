@@ -51,8 +51,9 @@ struct ProgressSample {
 
 // Host: a batch's first call can start tens of microseconds after its
 // command whatever the batch's length (the continue signal, the wake-up,
-// the command read, the batch's barrier; on this 2-core host 10-30 us idle,
-// 60-80 us beside another test's ranks), which in a batch of ~130 us (128
+// the command read, 9-19 us building the calls' descriptors, the batch's
+// barrier; on this 2-core host 10-30 us idle, 60-80 us beside another
+// test's ranks), which in a batch of ~130 us (128
 // calls of ~1 us at world size 1, tiny) is half of it: the probes read
 // honest candidates 0% done at 48-63% (CI, 2026-12-06: naive_host_moe_all2all
 // CHEAT_DETECTED on three such probes). So "behind" compares the calls
