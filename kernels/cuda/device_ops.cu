@@ -255,10 +255,9 @@ cudaError_t CompareOutputs(const void* actual, const void* expected, pkf_dtype d
   if (numel <= 0) return cudaSuccess;
   cudaError_t e = Reset(s, stream);
   if (e != cudaSuccess) return e;
-  CompareKernel<<<Blocks(numel), kThreads, 0, stream>>>(
-      actual, expected, dtype, static_cast<int>(pkf_dtype_size(dtype)), numel, atol, rtol,
-      poison_bits, s.words);
-  if ((e = cudaGetLastError()) != cudaSuccess) return e;
+  if ((e = LaunchCompare(actual, expected, dtype, numel, atol, rtol, poison_bits, s.words,
+                         stream)) != cudaSuccess)
+    return e;
   if ((e = ResetAndLaunchDone(s, stream)) != cudaSuccess) return e;
   return RecordToCheck(s.host, actual, expected, dtype, numel, out);
 }
@@ -269,10 +268,7 @@ cudaError_t CountDiffBytes(const void* a, const void* b, int64_t bytes, const De
   if (bytes <= 0) return cudaSuccess;
   cudaError_t e = Reset(s, stream);
   if (e != cudaSuccess) return e;
-  DiffKernel<<<Blocks(bytes), kThreads, 0, stream>>>(static_cast<const unsigned char*>(a),
-                                                     static_cast<const unsigned char*>(b), bytes,
-                                                     s.words);
-  if ((e = cudaGetLastError()) != cudaSuccess) return e;
+  if ((e = LaunchDiff(a, b, bytes, s.words, stream)) != cudaSuccess) return e;
   if ((e = ResetAndLaunchDone(s, stream)) != cudaSuccess) return e;
   *out = s.host[0];
   return cudaSuccess;

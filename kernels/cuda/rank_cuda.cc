@@ -120,15 +120,12 @@ bool TouchBeforeRun() {
 }  // namespace
 
 int CudaRank::Main() {
-  auto problem = FindProblem(o_.problem);
-  auto dtype = ParseDtype(o_.dtype);
-  if (!problem.ok() || !dtype.ok()) return Fail("bad problem/dtype");
-  problem_ = *problem;
-  dtype_ = *dtype;
-  auto dims = ResolveSize(*problem_, o_.dims, o_.world);
-  if (!dims.ok()) return Fail(std::string(dims.status().message()));
-  dims_ = *dims;
-  tol_ = problem_->tolerance(dims_, o_.world, dtype_);
+  auto resolved = ResolveRankProblem(o_);
+  if (!resolved.ok()) return Fail(std::string(resolved.status().message()));
+  problem_ = resolved->problem;
+  dtype_ = resolved->dtype;
+  dims_ = resolved->dims;
+  tol_ = resolved->tol;
   g_rank = o_.rank;
   g_world = o_.world;
   ref_ = o_.role == "ref";
@@ -468,15 +465,7 @@ void CudaRank::Gen(int slot, uint64_t seed, bool candidate_too, bool finish, Rep
 void CudaRank::Tensors(char* base, int slot, std::vector<pkf_tensor>* in,
                        std::vector<pkf_tensor>* out) {
   auto fill = [&](const std::vector<Placed>& v, std::vector<pkf_tensor>* t) {
-    for (const Placed& p : v) {
-      pkf_tensor x;
-      std::memset(&x, 0, sizeof x);
-      x.data = At(base, slot, p);
-      x.dtype = p.dtype;
-      x.ndim = static_cast<int32_t>(p.desc.shape.size());
-      for (size_t d = 0; d < p.desc.shape.size() && d < 8; ++d) x.shape[d] = p.desc.shape[d];
-      t->push_back(x);
-    }
+    for (const Placed& p : v) t->push_back(DescribeTensor(p, At(base, slot, p)));
   };
   fill(in_, in);
   fill(out_, out);

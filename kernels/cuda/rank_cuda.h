@@ -9,6 +9,7 @@
 #include <cuda_runtime.h>
 #include <nccl.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <string>
@@ -69,6 +70,9 @@ class CudaRank {
 
   // Verification commands and their snapshot memory (rank_cuda_checks.cc).
   cudaError_t EnsureSnapshot(uint32_t count);
+  // Bytes between two calls' snapshots (this rank's outputs, at least 256).
+  int64_t SnapshotStride() const { return std::max<int64_t>(out_bytes_, 256); }
+  bool BeginCheck(const Cmd& cmd, Reply* rep);
   void Check(const Cmd& cmd, Reply* rep);
   // Check with one synchronization for the whole batch (PKFORGE_BATCH_CHECK=1).
   void CheckBatched(const Cmd& cmd, Reply* rep);

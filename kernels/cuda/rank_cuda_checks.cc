@@ -47,7 +47,7 @@ bool BatchCheck() {
 
 // Device memory for `count` snapshots of this rank's outputs.
 cudaError_t CudaRank::EnsureSnapshot(uint32_t count) {
-  const int64_t need = std::max<int64_t>(out_bytes_, 256) * count;
+  const int64_t need = SnapshotStride() * count;
   if (need <= snapshot_bytes_) return cudaSuccess;
   if (snapshot_ != nullptr) cudaFree(snapshot_);
   snapshot_ = nullptr;
@@ -57,22 +57,30 @@ cudaError_t CudaRank::EnsureSnapshot(uint32_t count) {
   return e;
 }
 
+// What Check and CheckBatched start with: the candidate's mapping, the
+// reply's records empty, value "no mismatch", and a snapshot for every call
+// of the batch (false: rep says why).
+bool CudaRank::BeginCheck(const Cmd& cmd, Reply* rep) {
+  if (!EnsureCandData(rep)) return false;
+  rep->n_checks = static_cast<uint32_t>(std::min<size_t>(out_.size(), kMaxOutputs));
+  for (uint32_t o = 0; o < rep->n_checks; ++o) rep->checks[o].first_index = -1;
+  rep->value = UINT64_MAX;
+  if (static_cast<int64_t>(cmd.count) * SnapshotStride() > snapshot_bytes_) {
+    rep->rc = -1;
+    snprintf(rep->message, sizeof rep->message, "check of %u calls without their snapshots",
+             cmd.count);
+    return false;
+  }
+  return true;
+}
+
 // Snapshot k (taken right after the candidate's call) against the
 // reference outputs of the batch's k-th slot, plus the candidate's live
 // inputs against the generated ones; accumulated over the batch, value =
 // index of the first call with a mismatch.
 void CudaRank::Check(const Cmd& cmd, Reply* rep) {
   if (BatchCheck()) return CheckBatched(cmd, rep);
-  if (!EnsureCandData(rep)) return;
-  rep->n_checks = static_cast<uint32_t>(std::min<size_t>(out_.size(), kMaxOutputs));
-  for (uint32_t o = 0; o < rep->n_checks; ++o) rep->checks[o].first_index = -1;
-  rep->value = UINT64_MAX;
-  if (static_cast<int64_t>(cmd.count) * std::max<int64_t>(out_bytes_, 256) > snapshot_bytes_) {
-    rep->rc = -1;
-    snprintf(rep->message, sizeof rep->message, "check of %u calls without their snapshots",
-             cmd.count);
-    return;
-  }
+  if (!BeginCheck(cmd, rep)) return;
   for (uint32_t k = 0; k < cmd.count; ++k) {
     const int slot = static_cast<int>(cmd.SlotAt(k));
     for (const Placed& p : in_) {
@@ -83,7 +91,7 @@ void CudaRank::Check(const Cmd& cmd, Reply* rep) {
         return;
       rep->input_diff += d;
     }
-    int64_t off = static_cast<int64_t>(k) * std::max<int64_t>(out_bytes_, 256);
+    int64_t off = static_cast<int64_t>(k) * SnapshotStride();
     for (uint32_t o = 0; o < rep->n_checks; ++o) {
       const Placed& p = out_[o];
       CheckRecord c{};
@@ -102,17 +110,8 @@ void CudaRank::Check(const Cmd& cmd, Reply* rep) {
 // read back after one synchronization: per call, its inputs (byte diffs)
 // then its outputs (the snapshot against the reference), as Check.
 void CudaRank::CheckBatched(const Cmd& cmd, Reply* rep) {
-  if (!EnsureCandData(rep)) return;
-  rep->n_checks = static_cast<uint32_t>(std::min<size_t>(out_.size(), kMaxOutputs));
-  for (uint32_t o = 0; o < rep->n_checks; ++o) rep->checks[o].first_index = -1;
-  rep->value = UINT64_MAX;
-  const int64_t stride = std::max<int64_t>(out_bytes_, 256);
-  if (static_cast<int64_t>(cmd.count) * stride > snapshot_bytes_) {
-    rep->rc = -1;
-    snprintf(rep->message, sizeof rep->message, "check of %u calls without their snapshots",
-             cmd.count);
-    return;
-  }
+  if (!BeginCheck(cmd, rep)) return;
+  const int64_t stride = SnapshotStride();
   const int64_t per = static_cast<int64_t>(in_.size()) + rep->n_checks;
   const int64_t n = static_cast<int64_t>(cmd.count) * per;
   if (Failed(rep, EnsureRecords(&records_, n), "check records")) return;
@@ -214,7 +213,7 @@ void CudaRank::Snapshot(const Cmd& cmd, Reply* rep) {
   if (!EnsureCandData(rep)) return;
   if (Failed(rep, EnsureSnapshot(cmd.count), "snapshot memory")) return;
   for (uint32_t k = 0; k < cmd.count; ++k) {
-    int64_t off = static_cast<int64_t>(k) * std::max<int64_t>(out_bytes_, 256);
+    int64_t off = static_cast<int64_t>(k) * SnapshotStride();
     for (const Placed& p : out_) {
       if (Failed(rep, cudaMemcpyAsync(snapshot_ + off, At(cand_data_, cmd.SlotAt(k), p), p.bytes,
                                       cudaMemcpyDeviceToDevice, stream_),

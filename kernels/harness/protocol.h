@@ -12,6 +12,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <cstring>
 #include <vector>
 
 #include "kernels/harness/problem.h"
@@ -214,6 +215,18 @@ struct DataLayout {
 };
 
 DataLayout MakeLayout(const Problem& p, const Dims& dims, int world, pkf_dtype dtype, int slots);
+
+// The pkf_tensor a rank passes to pkf_run for placed tensor `p` at `data`
+// (the host and cuda ranks alike).
+inline pkf_tensor DescribeTensor(const Placed& p, void* data) {
+  pkf_tensor x;
+  std::memset(&x, 0, sizeof x);
+  x.data = data;
+  x.dtype = p.dtype;
+  x.ndim = static_cast<int32_t>(p.desc.shape.size());
+  for (size_t d = 0; d < p.desc.shape.size() && d < 8; ++d) x.shape[d] = p.desc.shape[d];
+  return x;
+}
 
 // NaN bit patterns written into outputs before calls (detects unwritten outputs);
 // integer dtypes: 0xa5 in every byte (a large negative value no id has).

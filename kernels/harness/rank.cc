@@ -136,15 +136,12 @@ class Rank {
   explicit Rank(const RankOptions& o) : o_(o) {}
 
   int Main() {
-    auto problem = FindProblem(o_.problem);
-    auto dtype = ParseDtype(o_.dtype);
-    if (!problem.ok() || !dtype.ok()) return Fail("bad problem/dtype");
-    problem_ = *problem;
-    dtype_ = *dtype;
-    auto dims = ResolveSize(*problem_, o_.dims, o_.world);
-    if (!dims.ok()) return Fail(std::string(dims.status().message()));
-    dims_ = *dims;
-    tol_ = problem_->tolerance(dims_, o_.world, dtype_);
+    auto resolved = ResolveRankProblem(o_);
+    if (!resolved.ok()) return Fail(std::string(resolved.status().message()));
+    problem_ = resolved->problem;
+    dtype_ = resolved->dtype;
+    dims_ = resolved->dims;
+    tol_ = resolved->tol;
     layout_ = MakeLayout(*problem_, dims_, o_.world, dtype_, o_.slots);
     g_rank = o_.rank;
     g_world = o_.world;
@@ -305,15 +302,8 @@ class Rank {
 
   void Tensors(char* base, int slot, std::vector<pkf_tensor>* in, std::vector<pkf_tensor>* out) {
     auto fill = [&](const std::vector<Placed>& v, std::vector<pkf_tensor>* t) {
-      for (const Placed& p : v) {
-        pkf_tensor x;
-        std::memset(&x, 0, sizeof x);
-        x.data = base + layout_.SlotBase(slot) + p.offset;
-        x.dtype = p.dtype;
-        x.ndim = static_cast<int32_t>(p.desc.shape.size());
-        for (size_t d = 0; d < p.desc.shape.size() && d < 8; ++d) x.shape[d] = p.desc.shape[d];
-        t->push_back(x);
-      }
+      for (const Placed& p : v)
+        t->push_back(DescribeTensor(p, base + layout_.SlotBase(slot) + p.offset));
     };
     fill(layout_.in[o_.rank], in);
     fill(layout_.out[o_.rank], out);
@@ -720,6 +710,21 @@ class Rank {
 };
 
 }  // namespace
+
+
+absl::StatusOr<RankProblem> ResolveRankProblem(const RankOptions& o) {
+  auto problem = FindProblem(o.problem);
+  auto dtype = ParseDtype(o.dtype);
+  if (!problem.ok() || !dtype.ok()) return absl::InvalidArgumentError("bad problem/dtype");
+  RankProblem r;
+  r.problem = *problem;
+  r.dtype = *dtype;
+  auto dims = ResolveSize(*r.problem, o.dims, o.world);
+  if (!dims.ok()) return dims.status();
+  r.dims = *dims;
+  r.tol = r.problem->tolerance(r.dims, o.world, r.dtype);
+  return r;
+}
 
 int RankMain(const RankOptions& options) {
   Rank r(options);

@@ -16,6 +16,9 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/statusor.h"
+#include "kernels/harness/problem.h"
+
 namespace pkforge::kernels {
 
 struct RankOptions {
@@ -34,6 +37,18 @@ struct RankOptions {
 
 // Returns the process exit code.
 int RankMain(const RankOptions& options);
+
+// What a rank's options name, resolved the same way by the host and the
+// cuda rank: the problem, the dtype, the dimensions at this world size and
+// the tolerance. An error says what was wrong ("bad problem/dtype", or the
+// size's own message).
+struct RankProblem {
+  const Problem* problem = nullptr;
+  pkf_dtype dtype = PKF_F32;
+  Dims dims;
+  Tolerance tol;
+};
+absl::StatusOr<RankProblem> ResolveRankProblem(const RankOptions& options);
 
 struct Reply;  // harness/protocol.h
 
