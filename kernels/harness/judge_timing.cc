@@ -135,7 +135,7 @@ bool Judge::Timing() {
     const double allowance_ns = Cuda() || o_.world_size != 1
                                     ? 0.0
                                     : std::max(kProbeStartAllowanceNs, pool_.RefStartMedianNs());
-    const double shift_ns = (SecretSeed() & 1) != 0 ? allowance_ns : 0.0;
+    const double shift_ns = is_probe && (SecretSeed() & 1) != 0 ? allowance_ns : 0.0;
     const int64_t pause_ns =
         is_probe ? static_cast<int64_t>(shift_ns + 1e3 * span_us *
                                                        (0.3 + 0.4 * (SecretSeed() % 1024) / 1024.0))
