@@ -329,6 +329,36 @@ TEST(ProcessCpu, CountsThreadsThatAlreadyExited) {
   EXPECT_EQ(ProcessCpuNs(999'999'999), -1);
 }
 
+// And to well under a clock tick: a thread that spun 3 ms on the rank's CPU
+// and exited before a probe's stop read as 0 or 10 ms in /proc's ticks, so
+// the probe saw "no other thread ran" (red team round 24
+// r24_exit_thread_starve).
+TEST(ProcessCpu, CountsAnExitedThreadFinerThanATick) {
+  int ready[2], done[2];
+  ASSERT_EQ(pipe(ready), 0);
+  ASSERT_EQ(pipe(done), 0);
+  const pid_t child = fork();
+  if (child == 0) {
+    std::thread([] {
+      timespec t{};
+      do clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+      while (t.tv_sec == 0 && t.tv_nsec < 3'000'000);
+    }).join();
+    if (write(ready[1], "x", 1) != 1) _exit(1);
+    char c;
+    if (read(done[0], &c, 1) != 1) _exit(1);
+    _exit(0);
+  }
+  char c;
+  ASSERT_EQ(read(ready[0], &c, 1), 1);
+  const int64_t whole = ProcessCpuNs(child);
+  ASSERT_EQ(write(done[1], "x", 1), 1);
+  waitpid(child, nullptr, 0);
+  for (int fd : {ready[0], ready[1], done[0], done[1]}) close(fd);
+  EXPECT_GE(whole, 3'000'000) << "the exited thread's 3 ms";
+  EXPECT_LT(whole, 8'000'000) << "not rounded up to a 10 ms tick";
+}
+
 // A helper the first call leaves waiting for a wake-up is idle; one in a
 // timed sleep has work due later (testdata/detached_thread.cc writes the
 // outputs 10 ms after its call returned). Read while the process is stopped.

@@ -179,8 +179,9 @@ int64_t ThreadCpuNs(int pid, int tid);
 // (nanosleep, a futex or poll with a timeout: work due later), a thread
 // stopped in user space or running, and one gone.
 bool ThreadWaitsIndefinitely(int pid, int tid);
-// CPU time of a whole process, threads that already exited included
-// (/proc/<pid>/stat's utime+stime: clock-tick resolution); -1 if gone.
+// CPU time of a whole process, threads that already exited included (its
+// CPU-time clock, ns; /proc/<pid>/stat's ticks where that is refused); -1 if
+// gone.
 int64_t ProcessCpuNs(int pid);
 std::vector<int> ThreadIds(int pid);
 // Time the threads of a process spent runnable but waiting for a CPU, in ns

@@ -13,6 +13,7 @@ constexpr double kMinElapsed = 0.3;   // earlier, wake-up and the first call wei
 constexpr double kBehindShare = 0.25; // of the calls an honest candidate has done by then
 constexpr double kAheadElapsed = 0.5; // every call done by half the fastest batch's time
 constexpr double kAllDone = 0.999;
+constexpr double kOwnThreadsIdleShare = 0.1;  // AttributeProbeWait
 }  // namespace
 
 double BehindElapsed(const ProgressSample& s) {
@@ -40,7 +41,7 @@ ProgressFinding ClassifyProgress(const ProgressSample& s) {
 ProbeLoad AttributeProbeWait(double share, double least, double used, double other_cpu_ns,
                              double window_ns, bool single_host_rank) {
   ProbeLoad l;
-  l.own_threads_idle = single_host_rank && other_cpu_ns < 0.5 * share * window_ns;
+  l.own_threads_idle = single_host_rank && other_cpu_ns < kOwnThreadsIdleShare * window_ns;
   const bool waited = share > least + kStarvedShare;
   l.starved = waited && (used < 0.5 || l.own_threads_idle);
   l.own_load = waited && !l.starved;

@@ -40,7 +40,7 @@ struct ProgressSample {
                                // waiting for CPUs (inconclusive)
   bool idle_unexcused = false; // main_idle, but judged anyway (WithoutIdleExcuse)
   bool own_threads_idle = false; // the candidate's threads other than the main ones ran for
-                                 // under half the main thread's wait: not its own load
+                                 // under a tenth of the window: not its own load
   bool own_load = false;       // it waited as long, but the candidate's own threads held
                                // the CPUs (helper threads must be idle between calls):
                                // still conclusive, named in the detail
@@ -125,11 +125,14 @@ std::vector<ProgressSample> ProbesAsJudged(const std::vector<ProgressSample>& pr
 // kStarvedShare above `least` and the candidate's threads did not fill
 // their CPUs, or, `single_host_rank` (the host backend at world size 1:
 // the candidate has no process but its one rank), its other threads ran
-// for under half the wait (nothing of its own could have held the main
-// thread up: a one-thread candidate that waited, waited behind other
-// processes however much it ran itself; CI, 2026-12-06:
-// naive_host_moe_all2all at world size 1 read "own_load" on probes with
-// another test's ranks on the CPUs, its first call late, CHEAT_DETECTED).
+// for under a tenth of the window, exited ones included (nothing of its own
+// could have held the main thread up: a one-thread candidate that waited,
+// waited behind other processes however much it ran itself; CI,
+// 2026-12-06: naive_host_moe_all2all at world size 1 read "own_load" on
+// probes with another test's ranks on the CPUs, its first call late,
+// CHEAT_DETECTED). A tenth, not "under half the wait": red team round 24
+// r24_exit_thread_starve, a thread spinning ~half the window on the rank's
+// CPU before the stop, stayed under half of waits longer than the window.
 // Not with several ranks, whose main threads hold each other up: there a
 // fuser's spinning ranks made its leader's probes "starved" (red team
 // drip_aware_fuse, OK at 41x in a first version). Else own load

@@ -299,6 +299,13 @@ TEST(ProgressProbe, WaitBesideIdleOwnThreadsIsOtherProcessesLoad) {
   const ProbeLoad helpers = AttributeProbeWait(0.5, 0.05, 0.7, /*other_cpu_ns=*/40e3, window, true);
   EXPECT_FALSE(helpers.starved);
   EXPECT_TRUE(helpers.own_load);
+  // Other threads that ran half the window are not idle, however long the
+  // main thread waited (red team round 24 r24_exit_thread_starve: waits of
+  // 1.1-1.8 windows beside 0.4-0.55 windows of its exiting thread).
+  const ProbeLoad spinner = AttributeProbeWait(1.5, 0.05, 0.9, /*other_cpu_ns=*/50e3, window, true);
+  EXPECT_FALSE(spinner.own_threads_idle);
+  EXPECT_FALSE(spinner.starved);
+  EXPECT_TRUE(spinner.own_load);
   // Under the yardstick: neither.
   const ProbeLoad calm = AttributeProbeWait(0.2, 0.05, 0.7, 0, window, true);
   EXPECT_FALSE(calm.starved || calm.own_load);
