@@ -19,6 +19,7 @@
 #include "google/protobuf/util/json_util.h"
 #include "kernels/harness/cuda_probe.h"
 #include "kernels/harness/problem.h"
+#include "kernels/harness/rank.h"
 #include "kernels/harness/timing_schedule.h"
 #include "pkforge/v1/common.pb.h"
 
@@ -199,6 +200,43 @@ TEST(HostEval, TimingDiagnosisNamesEachCommandsRoundsAndTime) {
 
 // --precise-timing is a cuda option: the worker refuses it on the host (and
 // without timing) before anything runs, saying why.
+// At world size 1, tiny, calls take ~1.4 us: with the 128 input sets of
+// other world sizes a batch was ~180 us, hardly longer than the probes'
+// start allowance, and no probe was ever conclusive ("not judged" in 12 of
+// 12 launches). With up to 1024 sets the batches are long enough to be
+// probed: most launches judge their probes (a launch may still say "not
+// judged" when load or a late stop made every probe inconclusive).
+TEST(HostEval, WorldSizeOneBatchesAreLongEnoughToBeProbed) {
+  int judged = 0;
+  std::string details;
+  for (int i = 0; i < 6; ++i) {
+    const Launched l = Launch("allreduce", "naive_host_allreduce", 1, "", "f32");
+    ASSERT_EQ(l.result.status(), Result::OK) << Describe(l);
+    EXPECT_NE(l.result.message().find("(1024 input sets)"), std::string::npos) << Describe(l);
+    const auto* c = FindCheck(l.result, "batch_progress");
+    ASSERT_NE(c, nullptr) << Describe(l);
+    if (c->detail().find("not judged") == std::string::npos &&
+        c->detail().find("not probed") == std::string::npos)
+      ++judged;
+    details += c->detail() + "\n";
+  }
+  EXPECT_GE(judged, 2) << details;
+}
+
+// The one loader both ranks use (host and cuda): the entry points of a real
+// candidate, and errors that name their cause.
+TEST(HostEval, LoadCandidateFindsTheEntryPointsOrNamesWhyNot) {
+  auto ok = LoadCandidate(std::string(PKF_CANDIDATES) + "/naive_host_allreduce.so");
+  ASSERT_TRUE(ok.ok()) << ok.status();
+  EXPECT_NE(ok->run, nullptr);
+  auto missing = LoadCandidate("/nonexistent/candidate.so");
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.status().message().substr(0, 7), "dlopen:") << missing.status();
+  auto no_run = LoadCandidate("libm.so.6");  // a real library without pkf_run
+  ASSERT_FALSE(no_run.ok());
+  EXPECT_EQ(no_run.status().message(), "candidate does not export pkf_run");
+}
+
 TEST(HostEval, PreciseTimingIsRefusedOnTheHost) {
   const std::string base = fmt::format(
       "{} launch --problem allreduce --backend host --world-size 2 --dtype f32 --size tiny "

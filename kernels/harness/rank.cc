@@ -278,20 +278,15 @@ class Rank {
     }
     const std::string path =
         cand_fd_ >= 0 ? "/proc/self/fd/" + std::to_string(cand_fd_) : o_.candidate;
-    void* h = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (h == nullptr) {
+    auto loaded = LoadCandidate(path);
+    if (!loaded.ok()) {
       rep->rc = -1;
-      snprintf(rep->message, sizeof rep->message, "dlopen: %s", dlerror());
+      snprintf(rep->message, sizeof rep->message, "%s", std::string(loaded.status().message()).c_str());
       return;
     }
-    run_ = reinterpret_cast<pkf_run_fn>(dlsym(h, "pkf_run"));
-    auto setup = reinterpret_cast<pkf_setup_fn>(dlsym(h, "pkf_setup"));
-    teardown_ = reinterpret_cast<pkf_teardown_fn>(dlsym(h, "pkf_teardown"));
-    if (run_ == nullptr) {
-      rep->rc = -1;
-      snprintf(rep->message, sizeof rep->message, "candidate does not export pkf_run");
-      return;
-    }
+    run_ = loaded->run;
+    auto setup = loaded->setup;
+    teardown_ = loaded->teardown;
     if (setup != nullptr) {
       g_control->in_run[o_.rank].store(1);
       rep->rc = setup(&ctx_);
@@ -724,6 +719,17 @@ absl::StatusOr<RankProblem> ResolveRankProblem(const RankOptions& o) {
   r.dims = *dims;
   r.tol = r.problem->tolerance(r.dims, o.world, r.dtype);
   return r;
+}
+
+absl::StatusOr<CandidateEntryPoints> LoadCandidate(const std::string& path) {
+  void* h = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (h == nullptr) return absl::FailedPreconditionError(std::string("dlopen: ") + dlerror());
+  CandidateEntryPoints e;
+  e.run = reinterpret_cast<pkf_run_fn>(dlsym(h, "pkf_run"));
+  e.setup = reinterpret_cast<pkf_setup_fn>(dlsym(h, "pkf_setup"));
+  e.teardown = reinterpret_cast<pkf_teardown_fn>(dlsym(h, "pkf_teardown"));
+  if (e.run == nullptr) return absl::FailedPreconditionError("candidate does not export pkf_run");
+  return e;
 }
 
 int RankMain(const RankOptions& options) {

@@ -50,6 +50,19 @@ struct RankProblem {
 };
 absl::StatusOr<RankProblem> ResolveRankProblem(const RankOptions& options);
 
+// A candidate library's entry points, loaded the same way by the host and
+// the cuda rank: dlopen(`path`, RTLD_NOW | RTLD_LOCAL) (the host rank passes
+// /proc/self/fd/N of the file it opened before dropping privileges), then
+// pkf_run (required), pkf_setup and pkf_teardown (optional: null). Errors
+// name the cause: "dlopen: <dlerror>" or "candidate does not export pkf_run".
+// The library stays loaded for the life of the process.
+struct CandidateEntryPoints {
+  pkf_run_fn run = nullptr;
+  pkf_setup_fn setup = nullptr;
+  pkf_teardown_fn teardown = nullptr;
+};
+absl::StatusOr<CandidateEntryPoints> LoadCandidate(const std::string& path);
+
 struct Reply;  // harness/protocol.h
 
 // Command-pipe I/O shared by the host and cuda rank processes: reads exactly
