@@ -16,7 +16,8 @@
 #   scripts/gpu-session.sh fid   cuda fidelity at the default size with and without the
 #                                symmetry measures (reference filter, CPU wake-up hold)
 #   scripts/gpu-session.sh s17a|s17b|s17c  session 17's three calls (below)
-#   scripts/gpu-session.sh s18a|s18b  the next session's first two calls (below)
+#   scripts/gpu-session.sh s18a|s18b  session 18's calls for the next session (below)
+#   scripts/gpu-session.sh s19a  session 19: the block-reduced, batched checks (below)
 #   scripts/gpu-session.sh c     session 16's leftovers: control_linger_once (the idle
 #                                probe's excuse now named), the whole oracle test (only 65
 #                                of 126 jobs ever reached), the wake-gap diagnosis on the
@@ -230,6 +231,21 @@ if [[ "$PART" == s18b ]]; then
     --problems broadcast,allgather,embedding_lookup,allgather_gemm_at,ulysses_gather_seq_scatter_heads_qkv
   t executor 170 $H $B/executor/executor_gpu_test
   t redteam 250 PKFORGE_REDTEAM_PENDING=1 $H $B/kernels/redteam_gpu_test
+fi
+if [[ "$PART" == s19a ]]; then
+  # Session 19 (one short call: the device budget left after a failed start):
+  # block-reduced comparison kernels, batched poison checks and progress
+  # probes, the batched check by default. Where the time goes now
+  # (round-diag: poisoncheck 1.56 s and progress 0.9 s a round at 2 GiB
+  # before), the fast GPU tests, and the verdicts the probes feed.
+  for b in 512 2048; do
+    t "rdiag_$b" 35 PKFORGE_TIMING_DIAG=1 PKFORGE_SET_BUDGET_MB=$b $H \
+      $B/bin/pkforge-worker launch --problem broadcast --backend cuda --world-size 1 --dtype bf16 \
+      --size default --json $B/kernels/candidates/ref_cuda_broadcast.so
+    grep -h "^phase\|^round-diag\|\"message\"" "/tmp/gpu-logs/logs/rdiag_$b.log" | cut -c1-200
+  done
+  t kernels 100 $H $B/kernels/kernels_gpu_test --gtest_filter=-*CudaReferenceMatchesHostOracle*:*EveryNaiveCuda*:*ReferenceAsCandidate*
+  t fuse 30 $H $B/kernels/redteam_gpu_test --gtest_filter='*batch_fuse_group*:*control_nccl_per_call*'
 fi
 if [[ "$PART" == 3 ]]; then
   t templates 250 $H $B/agent/kernel_templates_gpu_test

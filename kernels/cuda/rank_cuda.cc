@@ -20,7 +20,6 @@
 // Single-threaded (plus the threads CUDA and NCCL create during setup).
 #include <cuda.h>
 #include <cuda_runtime.h>
-#include <dlfcn.h>
 #include <nccl.h>
 #include <nvtx3/nvToolsExt.h>
 #include <unistd.h>
@@ -360,20 +359,15 @@ void CudaRank::Setup(Reply* rep) {
         return;
       }
     }
-    void* h = dlopen(o_.candidate.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (h == nullptr) {
+    auto loaded = LoadCandidate(o_.candidate);
+    if (!loaded.ok()) {
       rep->rc = -1;
-      snprintf(rep->message, sizeof rep->message, "dlopen: %s", dlerror());
+      snprintf(rep->message, sizeof rep->message, "%s", std::string(loaded.status().message()).c_str());
       return;
     }
-    run_ = reinterpret_cast<pkf_run_fn>(dlsym(h, "pkf_run"));
-    setup = reinterpret_cast<pkf_setup_fn>(dlsym(h, "pkf_setup"));
-    teardown_ = reinterpret_cast<pkf_teardown_fn>(dlsym(h, "pkf_teardown"));
-    if (run_ == nullptr) {
-      rep->rc = -1;
-      snprintf(rep->message, sizeof rep->message, "candidate does not export pkf_run");
-      return;
-    }
+    run_ = loaded->run;
+    setup = loaded->setup;
+    teardown_ = loaded->teardown;
   }
   if (setup != nullptr) {
     g_control->in_run[o_.rank].store(1);

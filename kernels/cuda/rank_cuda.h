@@ -74,7 +74,8 @@ class CudaRank {
   int64_t SnapshotStride() const { return std::max<int64_t>(out_bytes_, 256); }
   bool BeginCheck(const Cmd& cmd, Reply* rep);
   void Check(const Cmd& cmd, Reply* rep);
-  // Check with one synchronization for the whole batch (PKFORGE_BATCH_CHECK=1).
+  // Check with one synchronization for the whole batch (the default;
+  // PKFORGE_BATCH_CHECK=0: Check waits once per call and tensor).
   void CheckBatched(const Cmd& cmd, Reply* rep);
   bool CompareLive(int slot, const Placed& p, CheckRecord* c, Reply* rep, const char* what);
   void NotPoison(const Cmd& cmd, Reply* rep);
@@ -115,7 +116,7 @@ class CudaRank {
   cudaStream_t stream_ = nullptr;
   cudaEvent_t start_ = nullptr, stop_ = nullptr;
   DeviceScratch scratch_;
-  RecordScratch records_;  // CheckBatched's records (PKFORGE_BATCH_CHECK=1)
+  RecordScratch records_;  // CheckBatched's records
   ncclComm_t comm_ = nullptr;
   std::vector<void*> scratch_ptrs_;
   std::vector<uint32_t*> flag_ptrs_;

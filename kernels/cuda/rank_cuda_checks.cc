@@ -18,9 +18,11 @@
 
 namespace pkforge::kernels::cuda {
 namespace {
-// PKFORGE_BATCH_CHECK=1: kOpCheck launches every comparison of the batch and
-// waits once (CheckBatched) instead of once per call and tensor; off by
-// default until measured on a GPU (the same environment reaches every rank).
+// kOpCheck launches every comparison of the batch and waits once
+// (CheckBatched) instead of once per call and tensor; PKFORGE_BATCH_CHECK=0
+// turns that off (the same environment reaches every rank). On by default
+// since the H200 run of 2026-12-06: the verdict tests that exercise the
+// check pass with it, and a 512-slot check round took 8.3 ms against 20.5.
 // Call k's comparison of one output into the batch's record for it; the
 // reply's value is the first call with a mismatch.
 void AddCall(const CheckRecord& c, uint32_t k, CheckRecord* a, Reply* rep) {
@@ -39,7 +41,7 @@ void AddCall(const CheckRecord& c, uint32_t k, CheckRecord* a, Reply* rep) {
 bool BatchCheck() {
   static const bool on = [] {
     const char* v = std::getenv("PKFORGE_BATCH_CHECK");
-    return v != nullptr && std::string(v) == "1";
+    return v == nullptr || std::string(v) != "0";
   }();
   return on;
 }
