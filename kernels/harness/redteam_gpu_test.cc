@@ -42,21 +42,24 @@ struct Accept {
 
 // max_speedup > 0: an OK verdict must also stay below that speedup (for
 // candidates that are the reference itself plus an attack on the reference).
+// `timeout_s`: the judge's --timeout (each phase); the candidates that hang
+// their setup on purpose take a shorter one, so the battery spends 20 s on
+// each instead of 60 (device time is scarce).
 void ExpectOneOf(const std::string& name, const std::vector<Accept>& accept,
-                 double max_speedup = 0, Result* out = nullptr);
+                 double max_speedup = 0, Result* out = nullptr, int timeout_s = 60);
 
 void Expect(const std::string& name, Result::Status status, std::set<std::string> checks = {}) {
   ExpectOneOf(name, {{status, std::move(checks)}});
 }
 
 void ExpectOneOf(const std::string& name, const std::vector<Accept>& accept, double max_speedup,
-                 Result* out) {
+                 Result* out, int timeout_s) {
   if (!HaveGpu()) GTEST_SKIP() << "no usable GPU";
   const std::string err = ::testing::TempDir() + "/redteam_gpu_" + name + ".stderr";
   const std::string cmd = fmt::format(
       "timeout -k 5 400 {} launch --problem allreduce --backend cuda --world-size 1 --dtype f32 "
-      "--size tiny --trials 2 --warmup 1 --iters 6 --timeout 60 --json {}/redteam_cuda_{}.so",
-      PKF_WORKER, PKF_CANDIDATES, name);
+      "--size tiny --trials 2 --warmup 1 --iters 6 --timeout {} --json {}/redteam_cuda_{}.so",
+      PKF_WORKER, timeout_s, PKF_CANDIDATES, name);
   const Verdict v = RunJudge(cmd, err);
   if (out != nullptr && v.parsed) *out = v.result;
   std::printf("REDTEAM cuda/%s status=%s message=%s\n", name.c_str(),
@@ -94,7 +97,8 @@ TEST(RedTeamGpu, side_stream_short) {
 // candidate's status, never the reference's.
 TEST(RedTeamGpu, gpu_hog_setup) {
   ExpectOneOf("gpu_hog_setup",
-              {{Result::CHEAT_DETECTED, {"outlived_call"}}, {Result::TIMEOUT, {}}});
+              {{Result::CHEAT_DETECTED, {"outlived_call"}}, {Result::TIMEOUT, {}}}, 0, nullptr,
+              20);
 }
 // H100, 2026-12-05 (bundle fd7a18a): TIMEOUT in PHASE_TIMING at 60 s, its
 // 5 ms calls in batches sized for the reference's 7 us (1024 calls, 5 s a
@@ -139,7 +143,8 @@ TEST(RedTeamGpu, patch_device_sync) {
 TEST(RedTeamGpu, persistent_precompute) {
   ExpectOneOf("persistent_precompute",
               {{Result::CHEAT_DETECTED, {"outlived_call", "timed_output_reverify"}},
-               {Result::TIMEOUT, {}}});
+               {Result::TIMEOUT, {}}},
+              0, nullptr, 20);
 }
 // H200 (2026-12-05): CHEAT_DETECTED wallclock_crosscheck (the judge's clock
 // measured 1515 us per call, the candidate's events 50 us).
