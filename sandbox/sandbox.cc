@@ -331,7 +331,11 @@ absl::StatusOr<LimitPlan> PlanLimits(const SandboxConfig& config, const SandboxP
   auto rlim = [&limits](int resource, rlim_t soft, rlim_t hard) {
     limits.push_back({resource, {soft, hard}});
   };
-  rlim(RLIMIT_CORE, 0, 0);  // no core files in scratch (memory contents, disk)
+  // No core dump at all: 1, not 0. A file dump needs at least a page; a
+  // pipe core_pattern (systemd-coredump, apport) ignores the limit, except
+  // that 1 makes the kernel skip the dump, so no helper starts as root
+  // outside the sandbox with a process's memory (red team round 25).
+  rlim(RLIMIT_CORE, 1, 1);
   if (policy.cpu_seconds > 0) {
     // SIGXCPU at the soft limit, SIGKILL one second later.
     rlim(RLIMIT_CPU, static_cast<rlim_t>(policy.cpu_seconds),

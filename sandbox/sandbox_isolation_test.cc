@@ -517,6 +517,20 @@ TEST_F(IsolationTest, ResourceFileSizeLimit) {
   EXPECT_LE(std::filesystem::file_size(scratch_ + "/big"), 1u << 20);
 }
 
+// No core dump, to a file or to a pipe core_pattern's helper: RLIMIT_CORE
+// is 1 (soft and hard), the value at which the kernel skips even a piped
+// dump (0 would let a root helper start outside the sandbox; red team
+// round 25).
+TEST_F(IsolationTest, ResourceNoCoreDumpEvenToAPipe) {
+  SandboxResult r = MustRun({"/bin/sh", "-c", "grep 'Max core file size' /proc/self/limits"},
+                            Policy());
+  std::istringstream line(r.stdout_data);
+  std::string max, core, file, size, soft, hard;
+  line >> max >> core >> file >> size >> soft >> hard;
+  EXPECT_EQ(soft, "1") << r.stdout_data;
+  EXPECT_EQ(hard, "1") << r.stdout_data;
+}
+
 TEST_F(IsolationTest, ResourceOpenFilesLimit) {
   SandboxPolicy policy = Policy();
   policy.max_open_files = 64;

@@ -18,7 +18,10 @@
 //                             ownership (F_SETOWN/F_SETSIG), ptrace and the
 //                             process_vm/pidfd_getfd family, namespaces, and
 //                             turns scheduling/priority/rlimit changes aimed
-//                             at other processes into no-ops.
+//                             at other processes into no-ops; no secret
+//                             memory (memfd_secret), and no core dump
+//                             (RLIMIT_CORE fixed at 1, which keeps even a pipe
+//                             core_pattern's helper from starting).
 //   CandidateProcesses        the judge's view of every candidate process: the
 //                             rank processes, everything they started at any
 //                             depth (found through /proc/<pid>/task/<tid>/

@@ -3,6 +3,7 @@
 #include "kernels/harness/containment.h"
 
 #include <fcntl.h>
+#include <linux/falloc.h>
 #include <linux/fs.h>
 #include <netinet/in.h>
 #include <pthread.h>
@@ -470,6 +471,51 @@ TEST(Harden, TheUsersTerminalsCannotBeRead) {
 // Objects that outlive the process without a path, and the kernel's
 // keyrings (red team round 17 r17_ipc_leftover, r17_keyring_read); and a
 // datagram pair, which could be aimed at any named socket (r17_dgram_sendto).
+// Red team round 25: no secret memory (memfd_secret splits the kernel's
+// direct map for good), no core dump (a pipe core_pattern starts a root
+// helper outside the sandbox: RLIMIT_CORE 1, fixed), no freeing of a
+// segment's pages under the judge (hole punching, MADV_REMOVE).
+TEST(Harden, NoSecretMemoryNoCoreDumpNoHolePunching) {
+  const int rc = InChild([] {
+    if (!HardenCandidateProcess().ok()) return 10;
+    // 447 on x86_64 and aarch64; refused before the kernel's own check.
+    if (const long fd = syscall(447, 0); fd >= 0) {
+      close(static_cast<int>(fd));
+      return 11;
+    } else if (errno != EPERM) {
+      return 11;
+    }
+    rlimit core{};
+    if (getrlimit(RLIMIT_CORE, &core) != 0 || core.rlim_cur != 1 || core.rlim_max != 1) return 12;
+    const rlimit zero{0, 0};
+    if (setrlimit(RLIMIT_CORE, &zero) == 0 || errno != EPERM) return 13;
+    if (syscall(SYS_setrlimit, RLIMIT_CORE, &zero) == 0 || errno != EPERM) return 14;
+    if (prlimit(0, RLIMIT_CORE, &zero, nullptr) == 0 || errno != EPERM) return 15;
+    rlimit read_back{};
+    if (prlimit(0, RLIMIT_CORE, nullptr, &read_back) != 0 || read_back.rlim_cur != 1) return 16;
+    // Other limits of its own stay its own.
+    rlimit files{};
+    if (getrlimit(RLIMIT_NOFILE, &files) != 0) return 17;
+    files.rlim_cur = std::min<rlim_t>(files.rlim_cur, 512);
+    if (setrlimit(RLIMIT_NOFILE, &files) != 0) return 18;
+    // Allocating stays; freeing pages does not.
+    const int fd = memfd_create("pkf-harden", MFD_CLOEXEC);
+    if (fd < 0) return 19;
+    if (fallocate(fd, 0, 0, 1 << 16) != 0) return 20;
+    if (fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0, 4096) == 0 || errno != EPERM)
+      return 21;
+    void* m = mmap(nullptr, 1 << 16, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (m == MAP_FAILED) return 22;
+    static_cast<volatile char*>(m)[0] = 1;
+    if (madvise(m, 4096, MADV_REMOVE) == 0 || errno != EPERM) return 23;
+    if (madvise(m, 4096, MADV_DONTNEED) != 0) return 24;
+    munmap(m, 1 << 16);
+    close(fd);
+    return 0;
+  });
+  EXPECT_EQ(rc, 0);
+}
+
 TEST(Harden, NoSysVIpcNoMessageQueuesNoKeysNoDatagramPairs) {
   const int rc = InChild([] {
     if (!HardenCandidateProcess().ok()) return 10;

@@ -100,5 +100,16 @@ TEST(RedTeam, r23_real_first_blast) {
   ExpectCaughtOrNoGain("r23_real_first_blast", 8, /*bounded=*/false, /*must_catch=*/true);
 }
 
+// Round 25: memfd_secret splits the kernel's direct map for good (a change
+// to the host that outlives the evaluation). Refused in every candidate
+// rank's filter; the candidate returns 9 from pkf_setup (RUNTIME_ERROR)
+// when it is granted, so OK means refused.
+RT(r25_secretmem_split, {kOk})
+
+// Round 25's reconnaissance of what a host candidate rank reaches (its own
+// side's descriptors, /proc of trusted processes, hole punching,
+// userfaultfd, inotify): nothing that changes the verdict.
+RT(r25_recon, {kOk})
+
 }  // namespace
 }  // namespace pkforge::kernels

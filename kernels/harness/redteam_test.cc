@@ -164,7 +164,9 @@ RT(io_uring_deferred_write,
 // ahead for the whole timing phase (caught at teardown, where the op differs).
 RT(reply_one_ahead, {Cheat({"result_channel", "timed_output_reverify", "wallclock_crosscheck"})})
 // Inputs changed by the kernel (fallocate PUNCH_HOLE on the data memfd), no store.
-RT(punch_hole_inputs, {Cheat({"input_mutation"})})
+// Convicted by input_mutation; since session 19 the punch is refused (EPERM:
+// containment.cc, red team round 25) and the candidate is simply honest.
+RT(punch_hole_inputs, {Cheat({"input_mutation"}), kOk})
 // O_NONBLOCK on the rank's own command pipe: the harness exits between commands.
 RT(nonblock_cmd_pipe, {kRuntime})
 // The own command pipe reopened for writing (/proc/self/fd/3) and a kOpExit

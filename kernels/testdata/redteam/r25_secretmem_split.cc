@@ -13,6 +13,10 @@
 // $PKF_REDTEAM_DIR/log; then the honest allreduce.
 // EXPECT (today): OK, the split left behind. Fix: refuse memfd_secret in the
 // candidate filters (containment.cc), as timers and io_uring are.
+// Fixed (session 19): refused (EPERM) in every candidate rank's filter. In
+// the battery (PKF_RT25_SECRET_MIB unset) a granted memfd_secret is not
+// touched and pkf_setup returns 9 (RUNTIME_ERROR): the verdict is OK only
+// while the defence holds.
 #include "kernels/testdata/redteam/redteam.h"
 
 namespace {
@@ -41,6 +45,14 @@ extern "C" int pkf_setup(pkf_context* ctx) {
     snprintf(line, sizeof line, "r25_secretmem_split: memfd_secret refused: %s\n", strerror(errno));
     rt_append("log", line);
     return 0;
+  }
+  // In the battery (no PKF_RT25_SECRET_MIB): say so through the verdict,
+  // without touching a page (no split left on the test host): pkf_setup
+  // returns 9, RUNTIME_ERROR, where the defence holds the verdict is OK.
+  if (e == nullptr) {
+    close(fd);
+    rt_append("log", "r25_secretmem_split: memfd_secret GRANTED (not touched)\n");
+    return 9;
   }
   int touched = 0;
   if (ftruncate(fd, (off_t)bytes) == 0) {
