@@ -516,6 +516,33 @@ TEST(Harden, NoSecretMemoryNoCoreDumpNoHolePunching) {
   EXPECT_EQ(rc, 0);
 }
 
+// Red team round 26: file_setattr (the path form of FS_IOC_FSSETXATTR,
+// Linux 6.17; unknown to this libseccomp, refused by number), dropping a
+// file's page cache, write-lifetime hints, BPF; and syscalls newer than the
+// filter get ENOSYS.
+TEST(Harden, NoFileAttributesNoCacheEvictionNoWriteHints) {
+  const int rc = InChild([] {
+    if (!HardenCandidateProcess().ok()) return 10;
+#if defined(__x86_64__)
+    // A bad size: EINVAL from a kernel that has it, ENOSYS from one that has
+    // not, EPERM from the filter alone.
+    if (syscall(469, AT_FDCWD, "/etc/hostname", nullptr, 0, 0) == 0 || errno != EPERM) return 11;
+    if (syscall(500, 0, 0, 0) == 0 || errno != ENOSYS) return 12;
+#endif
+    const int fd = memfd_create("pkf-harden", MFD_CLOEXEC);
+    if (fd < 0) return 13;
+    if (ftruncate(fd, 1 << 16) != 0) return 14;
+    if (posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED) != EPERM) return 15;
+    if (posix_fadvise(fd, 0, 0, POSIX_FADV_WILLNEED) != 0) return 16;
+    uint64_t hint = 2;  // RWH_WRITE_LIFE_SHORT
+    if (fcntl(fd, 1036 /*F_SET_RW_HINT*/, &hint) == 0 || errno != EPERM) return 17;
+    if (syscall(SYS_bpf, 0, nullptr, 0) == 0 || errno != EPERM) return 18;
+    close(fd);
+    return 0;
+  });
+  EXPECT_EQ(rc, 0);
+}
+
 TEST(Harden, NoSysVIpcNoMessageQueuesNoKeysNoDatagramPairs) {
   const int rc = InChild([] {
     if (!HardenCandidateProcess().ok()) return 10;

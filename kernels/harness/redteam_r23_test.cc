@@ -22,6 +22,12 @@
 // honest call made "no call" false): on the host r23_blast_keep_last is then
 // judged by the older rules alone (OK 4 of 4 at 6.1-9.4x beside a 7.5x
 // epoch, no gain), the other two as before.
+#include <fcntl.h>
+#include <linux/fs.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <string>
@@ -110,6 +116,36 @@ RT(r25_secretmem_split, {kOk})
 // side's descriptors, /proc of trusted processes, hole punching,
 // userfaultfd, inotify): nothing that changes the verdict.
 RT(r25_recon, {kOk})
+
+// Round 26: file_setattr (syscall 469, Linux 6.17) set synchronous writes,
+// no-atime and no-dump on a file of the ranks' uid outside the writable
+// folders (Landlock does not cover it; the filter did not name it). The
+// candidate writes its outputs only when the flags were set: WRONG_OUTPUT
+// where refused. Asserted beside the verdict: the victim's flags did not
+// change (a kernel or file system without the call refuses it anyway; the
+// unit test Harden.NoFileAttributesNoCacheEvictionNoWriteHints is the one
+// that tells the filter's EPERM from the kernel's).
+TEST(RedTeam, r26_file_setattr) {
+  const std::string dir = "/tmp/rt26v", victim = dir + "/victim";
+  mkdir(dir.c_str(), 0777);
+  chmod(dir.c_str(), 0777);
+  const int fd = open(victim.c_str(), O_CREAT | O_RDWR | O_CLOEXEC, 0666);
+  ASSERT_GE(fd, 0) << victim;
+  if (geteuid() == 0 && fchown(fd, 65534, 65534) != 0) ADD_FAILURE() << "chown " << victim;
+  fsxattr before{}, after{};
+  const bool readable = ioctl(fd, FS_IOC_FSGETXATTR, &before) == 0;
+  Expect("r26_file_setattr", {kWrong});
+  if (readable && ioctl(fd, FS_IOC_FSGETXATTR, &after) == 0) {
+    EXPECT_EQ(after.fsx_xflags, before.fsx_xflags) << "the candidate set inode flags on " << victim;
+  }
+  close(fd);
+  unlink(victim.c_str());
+}
+
+// Round 26's sweep of the syscalls a host rank can still use (numbers
+// 448-472, madvise/mlock/mbind on its shared segments, prctl, clocks):
+// nothing that changes the verdict.
+RT(r26_sweep, {kOk})
 
 }  // namespace
 }  // namespace pkforge::kernels
