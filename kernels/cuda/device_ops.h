@@ -37,7 +37,8 @@ cudaError_t CreateScratch(DeviceScratch* s);
 cudaError_t CompareOutputs(const void* actual, const void* expected, pkf_dtype dtype,
                            int64_t numel, double atol, double rtol, uint32_t poison_bits,
                            const DeviceScratch& s, cudaStream_t stream, CheckRecord* out);
-// Batched comparisons (the rank's output check, by default): each comparison writes its own record of
+// Batched comparisons (the rank's check, poison check and progress probe):
+// each comparison writes its own record of
 // kScratchWords words (CompareOutputs' layout: mismatches, unwritten, max
 // abs, max rel, first index; DiffKernel: the count in word 0) without
 // waiting; FinishRecords copies every record to the pinned mirror and

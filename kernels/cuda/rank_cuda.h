@@ -77,7 +77,7 @@ class CudaRank {
   // Check with one synchronization for the whole batch (the default;
   // PKFORGE_BATCH_CHECK=0: Check waits once per call and tensor).
   void CheckBatched(const Cmd& cmd, Reply* rep);
-  bool CompareLive(int slot, const Placed& p, CheckRecord* c, Reply* rep, const char* what);
+  bool CompareLiveBatch(const Cmd& cmd, Reply* rep, const char* what);
   void NotPoison(const Cmd& cmd, Reply* rep);
   void CallsDone(const Cmd& cmd, Reply* rep);
   void Digest(int slot, Reply* rep);
@@ -116,7 +116,7 @@ class CudaRank {
   cudaStream_t stream_ = nullptr;
   cudaEvent_t start_ = nullptr, stop_ = nullptr;
   DeviceScratch scratch_;
-  RecordScratch records_;  // CheckBatched's records
+  RecordScratch records_;  // CheckBatched's and CompareLiveBatch's records
   ncclComm_t comm_ = nullptr;
   std::vector<void*> scratch_ptrs_;
   std::vector<uint32_t*> flag_ptrs_;
