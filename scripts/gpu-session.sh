@@ -247,6 +247,16 @@ if [[ "$PART" == s19a ]]; then
   t kernels 100 $H $B/kernels/kernels_gpu_test --gtest_filter=-*CudaReferenceMatchesHostOracle*:*EveryNaiveCuda*:*ReferenceAsCandidate*
   t fuse 30 $H $B/kernels/redteam_gpu_test --gtest_filter='*batch_fuse_group*:*control_nccl_per_call*'
 fi
+if [[ "$PART" == s19mini ]]; then
+  # The last ~40 s of session 19's device time: one evaluation at 512 MiB
+  # with the block-reduced, batched checks (verdict and round-diag), then
+  # the tests where unwritten and perturbed outputs must be caught.
+  t rdiag_512 25 PKFORGE_TIMING_DIAG=1 $H $B/bin/pkforge-worker launch --problem broadcast \
+    --backend cuda --world-size 1 --dtype bf16 --size default --json \
+    $B/kernels/candidates/ref_cuda_broadcast.so
+  grep -h "^phase\|^round-diag\|\"message\"" /tmp/gpu-logs/logs/rdiag_512.log | cut -c1-200
+  t caught 30 $H $B/kernels/kernels_gpu_test --gtest_filter='*Unwritten*:*Perturbed*:*DoingNothing*'
+fi
 if [[ "$PART" == 3 ]]; then
   t templates 250 $H $B/agent/kernel_templates_gpu_test
   W="$B/bin/pkforge-worker bench --backend cuda --candidates $B/kernels/candidates"
