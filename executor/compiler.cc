@@ -320,6 +320,16 @@ Compiler::Stats Compiler::stats() const {
 
 // --------------------------------------------------------------- compile ----
 
+bool CompileFailureIsEnvironmental(std::string_view output) {
+  for (std::string_view cause :
+       {"No space left on device", "Disk quota exceeded", "Cannot allocate memory",
+        "virtual memory exhausted", "out of memory allocating", "Resource temporarily unavailable",
+        "Too many open files", "cannot fork", "fork: ", "vfork: ", "Killed signal terminated program",
+        "Input/output error", "Read-only file system", "Stale file handle"})
+    if (output.find(cause) != std::string_view::npos) return true;
+  return false;
+}
+
 absl::StatusOr<Compiler::Produced> Compiler::RunCompiler(const CompileRequest& request,
                                                          const std::string& key,
                                                          const std::vector<std::string>& args,
@@ -385,7 +395,14 @@ absl::StatusOr<Compiler::Produced> Compiler::RunCompiler(const CompileRequest& r
     prefix = fmt::format("the compiler was killed by signal {} ({})\n", r.term_signal,
                          strsignal(r.term_signal));
   } else if (r.exit_code != 0) {
-    produced.cacheable = true;  // the same source fails the same way
+    // The same source fails the same way - unless the failure blames the
+    // machine (a full disk, no memory, no processes), which another client
+    // can bring about: red team round 27 filled the data directory's disk
+    // with its own cached artifacts, a victim source's link then failed
+    // with ENOSPC, and that failure was served from the cache as the
+    // source's own compile error after the space came back and after a
+    // restart. Reported, never cached.
+    produced.cacheable = !CompileFailureIsEnvironmental(r.stderr_data + r.stdout_data);
   } else {
     auto so = sandbox::ReadFileBeneath(scratch, "candidate.so", config_.max_artifact_bytes);
     if (so.ok()) {

@@ -66,6 +66,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -144,6 +145,13 @@ struct CompileOutcome {
   double slot_wait_ms = 0;    // waited for a compiler slot (max_concurrent) before compiling
   std::string artifact_path;  // when ok: <dest_dir>/<key>.so, the caller's own file
 };
+
+// Whether a failed compile's output blames the machine rather than the
+// source (out of disk, memory, processes or descriptors; an I/O error; the
+// compiler driver's "Killed signal"): such a failure is reported but never
+// cached, since another client can bring it about (a full disk) and the
+// same source may compile a minute later.
+bool CompileFailureIsEnvironmental(std::string_view output);
 
 class Compiler {
  public:

@@ -109,6 +109,43 @@ TEST_F(CompilerTest, CompileErrorReturnsTheErrorLineAndIsCached) {
   EXPECT_EQ(compiler->stats().failures, 1);
 }
 
+// Red team round 27: a full disk (filled by another client's artifacts) made
+// a source's link fail with ENOSPC, and the failure was cached as the
+// source's own compile error for good. A compiler whose failure blames the
+// machine: reported, not cached; the next request compiles again.
+TEST_F(CompilerTest, AFailureThatBlamesTheMachineIsNotCached) {
+  const std::string wrap = dir_.Sub("enospc");
+  WriteFile(wrap + "/cxx",
+            "#!/bin/sh\n"
+            "case \"$*\" in *candidate.cc*) ;; *) exec g++ \"$@\" ;; esac\n"
+            "echo '/usr/bin/ld: final link failed: No space left on device' >&2\n"
+            "echo 'collect2: error: ld returned 1 exit status' >&2\n"
+            "exit 1\n");
+  chmod((wrap + "/cxx").c_str(), 0755);
+  CompilerConfig config = BaseConfig();
+  config.cxx = wrap + "/cxx";
+  auto compiler = Make(config);
+  ASSERT_NE(compiler, nullptr);
+  const CompileRequest req = Host(
+      "#include \"pkforge/candidate.h\"\n"
+      "extern \"C\" int pkf_run(pkf_context*, const pkf_tensor*, int32_t, pkf_tensor*,\n"
+      "                        int32_t, void*) { return 0; }\n");
+  auto out = compiler->Compile(req, dir_.Sub("dest"));
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_FALSE(out->ok);
+  EXPECT_THAT(out->info.output(), HasSubstr("No space left on device"));
+  auto again = compiler->Compile(req, dir_.Sub("dest"));
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_FALSE(again->info.cache_hit()) << "a full disk's failure was served from the cache";
+  EXPECT_EQ(compiler->stats().compiles, 2);
+
+  EXPECT_TRUE(CompileFailureIsEnvironmental("ld: final link failed: No space left on device"));
+  EXPECT_TRUE(CompileFailureIsEnvironmental(
+      "g++: fatal error: Killed signal terminated program cc1plus"));
+  EXPECT_FALSE(CompileFailureIsEnvironmental(
+      "candidate.cc:3:5: error: 'undeclared_thing_xyz' was not declared in this scope"));
+}
+
 TEST_F(CompilerTest, HugeDiagnosticsAreTrimmedKeepingTheFirstErrors) {
   CompilerConfig config = BaseConfig();
   config.max_output_bytes = 4096;
