@@ -152,6 +152,8 @@ absl::StatusOr<OrchestratorConfig> LoadConfigFile(const std::string& path,
     PKF_FIELD(log_level)
     PKF_FIELD(log_file)
     PKF_FIELD(max_concurrent_jobs)
+    PKF_FIELD(max_queued_jobs)
+    PKF_FIELD(max_queued_spec_mib)
     PKF_FIELD(rpc_threads)
     PKF_FIELD(heartbeat_interval_s)
     PKF_FIELD(watch_buffer_events)
@@ -254,6 +256,8 @@ absl::Status ValidateConfig(const OrchestratorConfig& c) {
   if (c.listen.find(':') == std::string::npos) return Bad("listen", "expected HOST:PORT");
   if (c.db.empty()) return Bad("db", "is empty");
   if (c.max_concurrent_jobs < 1) return Bad("max_concurrent_jobs", "must be >= 1");
+  if (c.max_queued_jobs < 1) return Bad("max_queued_jobs", "must be >= 1");
+  if (c.max_queued_spec_mib < 1) return Bad("max_queued_spec_mib", "must be >= 1");
   if (c.rpc_threads < 1) return Bad("rpc_threads", "must be >= 1");
   if (!(c.heartbeat_interval_s > 0)) return Bad("heartbeat_interval_s", "must be > 0");
   if (c.watch_buffer_events < 1) return Bad("watch_buffer_events", "must be >= 1");

@@ -78,6 +78,13 @@ struct OrchestratorConfig {
   std::string log_file;
 
   int max_concurrent_jobs = 64;  // running at once; the rest wait in FIFO order
+  // The queue's bounds (jobs waiting for a slot, and their specs' bytes:
+  // replay sources included): a submission beyond either is refused with
+  // RESOURCE_EXHAUSTED, so one client cannot grow the daemon's memory
+  // without bound (red team round 27: 60 jobs of 3.9 MiB took it from 33 to
+  // 590 MiB in 6 s).
+  int max_queued_jobs = 1024;
+  int max_queued_spec_mib = 1024;
   int rpc_threads = 4;           // pool running RPC handlers off the reactor threads
   double heartbeat_interval_s = 5;
   int watch_buffer_events = 1024;  // live events buffered per watcher before it re-reads SQLite

@@ -136,6 +136,10 @@ absl::StatusOr<v1::Job> JobManager::Submit(const v1::SubmitJobRequest& request) 
     release();
     return admitted.status();
   }
+  if (absl::Status room = QueueHasRoom(*admitted); !room.ok()) {
+    release();
+    return room;
+  }
   const std::string id = NewId("job");
   auto job = std::make_shared<Job>(id, *admitted, options_.clock);
   if (admitted->agent().kind() == v1::AGENT_KIND_LLM) {
@@ -172,6 +176,28 @@ absl::StatusOr<v1::Job> JobManager::Submit(const v1::SubmitJobRequest& request) 
   v1::Job out = Snapshot(*job);
   DispatchLocked();
   return out;
+}
+
+// Whether a job that may have to wait fits the queue's bounds (a job that
+// starts at once waits in no queue). Checked before anything is stored; two
+// submissions at the same instant may both pass (a bound off by the
+// handler threads, never unbounded).
+absl::Status JobManager::QueueHasRoom(const v1::JobSpec& spec) {
+  std::lock_guard lock(mu_);
+  if (running_ < options_.max_concurrent_jobs && queue_.empty()) return absl::OkStatus();
+  int64_t bytes = static_cast<int64_t>(spec.ByteSizeLong());
+  for (const auto& q : queue_) bytes += static_cast<int64_t>(q->spec.ByteSizeLong());
+  if (static_cast<int>(queue_.size()) >= options_.max_queued_jobs)
+    return absl::ResourceExhaustedError(
+        fmt::format("the job queue is full: {} jobs wait for one of {} slots (max_queued_jobs "
+                    "{}); retry later",
+                    queue_.size(), options_.max_concurrent_jobs, options_.max_queued_jobs));
+  if (bytes > options_.max_queued_spec_bytes)
+    return absl::ResourceExhaustedError(
+        fmt::format("the job queue is full: its jobs' specs would take {} MiB (max_queued_spec_mib "
+                    "{}); retry later, or send fewer or smaller replay sources",
+                    bytes >> 20, options_.max_queued_spec_bytes >> 20));
+  return absl::OkStatus();
 }
 
 void JobManager::DispatchLocked() {

@@ -86,6 +86,10 @@ class JobManager {
  public:
   struct Options {
     int max_concurrent_jobs = 64;
+    // Bounds of the queue (OrchestratorConfig::max_queued_jobs/_spec_mib):
+    // Submit answers RESOURCE_EXHAUSTED beyond either, storing nothing.
+    int max_queued_jobs = 1024;
+    int64_t max_queued_spec_bytes = int64_t{1} << 30;
     bool resume_jobs = true;
     double wall_grace_s = 5;
     agent::AgentOptions agent;
@@ -133,6 +137,7 @@ class JobManager {
   class JobEvaluator;
 
   void DispatchLocked();
+  absl::Status QueueHasRoom(const v1::JobSpec& spec);
   // Records the end of a job that ran here, retrying a failed write (see the
   // contract); returns the state recorded (or left running at shutdown).
   v1::JobState EndJob(Job& job, v1::JobState state, std::string reason, std::string error);

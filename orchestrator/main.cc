@@ -68,6 +68,12 @@ int main(int argc, char** argv) {
                                 "Bearer token sent to executors");
   auto* maxjobs = app.add_option("--max-concurrent-jobs", flags.max_concurrent_jobs,
                                  "Jobs running at once (others queue)");
+  auto* maxqueued = app.add_option("--max-queued-jobs", flags.max_queued_jobs,
+                                   "Jobs that may wait for a slot; beyond it SubmitJob answers "
+                                   "RESOURCE_EXHAUSTED");
+  auto* maxqueuedmib = app.add_option("--max-queued-spec-mib", flags.max_queued_spec_mib,
+                                      "MiB the waiting jobs' specs (replay sources included) "
+                                      "may take; beyond it SubmitJob answers RESOURCE_EXHAUSTED");
   auto* logfmt = app.add_option("--log-format", flags.log_format, "text | json")
                      ->check(CLI::IsMember({"text", "json"}));
   auto* loglevel = app.add_option("--log-level", flags.log_level, "trace..off");
@@ -98,6 +104,8 @@ int main(int argc, char** argv) {
   take(token, config.token_file, flags.token_file);
   take(etoken, config.executor_token_file, flags.executor_token_file);
   take(maxjobs, config.max_concurrent_jobs, flags.max_concurrent_jobs);
+  take(maxqueued, config.max_queued_jobs, flags.max_queued_jobs);
+  take(maxqueuedmib, config.max_queued_spec_mib, flags.max_queued_spec_mib);
   take(logfmt, config.log_format, flags.log_format);
   take(loglevel, config.log_level, flags.log_level);
   take(metrics, config.metrics_listen, flags.metrics_listen);

@@ -60,6 +60,8 @@ absl::StatusOr<std::unique_ptr<Orchestrator>> Orchestrator::Start(
 
   JobManager::Options jo;
   jo.max_concurrent_jobs = config.max_concurrent_jobs;
+  jo.max_queued_jobs = config.max_queued_jobs;
+  jo.max_queued_spec_bytes = int64_t{config.max_queued_spec_mib} << 20;
   jo.resume_jobs = config.resume_jobs;
   jo.wall_grace_s = config.wall_grace_s;
   jo.agent.max_consecutive_failures = config.max_consecutive_failures;

@@ -478,6 +478,41 @@ TEST_F(OrchestratorTest, ClientRequestIdSurvivesARestart) {
   EXPECT_EQ(Count(db(), "SELECT COUNT(*) FROM jobs WHERE client_request_id = ''"), 2);
 }
 
+// Red team round 27: SubmitJob had no bound on the queue (60 jobs of 3.9
+// MiB: the daemon from 33 to 590 MiB in 6 s). Beyond max_queued_jobs a
+// submission is refused with RESOURCE_EXHAUSTED and stores nothing; queued
+// jobs still run.
+TEST_F(OrchestratorTest, AFullQueueRefusesSubmissionsAndStoresNothing) {
+  OrchestratorConfig c = Config();
+  c.max_concurrent_jobs = 1;
+  c.max_queued_jobs = 2;
+  executor_->set_delay_ms(50);
+  StartOrchestrator(c);
+  std::vector<std::string> ids;
+  for (int i = 0; i < 3; ++i) {  // one running, two waiting
+    auto j = Submit(testing::SearchSpec(3));
+    ASSERT_TRUE(j.ok()) << j.status();
+    ids.push_back(j->id());
+  }
+  auto refused = Submit(testing::SearchSpec(3));
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kResourceExhausted) << refused.status();
+  EXPECT_NE(refused.status().message().find("max_queued_jobs"), std::string::npos)
+      << refused.status();
+  EXPECT_EQ(Count(db(), "SELECT COUNT(*) FROM jobs"), 3);
+  for (const auto& id : ids) {
+    auto done = testing::WaitForEnd(stub_.get(), id, 30);
+    ASSERT_TRUE(done.ok());
+    EXPECT_EQ(done->state(), v1::JOB_STATE_SUCCEEDED);
+  }
+  // Room again once the queue drained.
+  auto later = Submit(testing::SearchSpec(1));
+  EXPECT_TRUE(later.ok()) << later.status();
+  if (later.ok()) {
+    EXPECT_TRUE(testing::WaitForEnd(stub_.get(), later->id(), 30).ok());
+  }
+}
+
 TEST_F(OrchestratorTest, ConcurrencyLimitQueuesJobsInOrder) {
   OrchestratorConfig c = Config();
   c.max_concurrent_jobs = 2;
