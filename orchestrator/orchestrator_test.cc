@@ -753,6 +753,16 @@ TEST_F(OrchestratorTest, ReplaySourcesTravelInTheRequestWithoutAReplayRoot) {
   auto done = testing::WaitForEnd(stub_.get(), job->id(), 30);
   ASSERT_TRUE(done.ok()) << done.status();
   EXPECT_EQ(done->evaluations(), 3);
+  // GetJob has the sources; ListJobs only their names (red team round 27: a
+  // page of stored replay jobs was a 251 MB reply).
+  EXPECT_EQ(done->spec().agent().replay_sources(1).source(), "// inline candidate 1\n");
+  grpc::ClientContext ctx;
+  v1::ListJobsResponse list;
+  ASSERT_TRUE(stub_->ListJobs(&ctx, v1::ListJobsRequest(), &list).ok());
+  ASSERT_EQ(list.jobs_size(), 1);
+  ASSERT_EQ(list.jobs(0).spec().agent().replay_sources_size(), 3);
+  EXPECT_EQ(list.jobs(0).spec().agent().replay_sources(1).name(), "k1.cc");
+  EXPECT_TRUE(list.jobs(0).spec().agent().replay_sources(1).source().empty());
 }
 
 }  // namespace
