@@ -529,15 +529,14 @@ absl::Status LoadCandidateSeccompFilter(bool confine_writes, bool forbid_timers,
       if (known == nullptr) rc |= AddRule(ctx, eperm, nr, 0, nullptr);
       free(known);
     }
-    // Syscalls newer than this list (470 onwards, up to the table's room):
-    // ENOSYS, as on a kernel without them, so that a new interface is not
-    // open to host candidates by default (round 26: file_setattr was, for
-    // the months between its kernel and this filter). libc falls back.
-    for (int nr = 470; nr < 512; ++nr) {
-      char* known = seccomp_syscall_resolve_num_arch(SCMP_ARCH_NATIVE, nr);
-      if (known == nullptr) rc |= AddRule(ctx, SCMP_ACT_ERRNO(ENOSYS), nr, 0, nullptr);
-      free(known);
-    }
+    // Syscalls newer than this filter (Linux 6.18's last is 469; 470 up to
+    // the x32 range): ENOSYS, as on a kernel without them, whether or not a
+    // newer libseccomp knows their names, so that a new interface is closed
+    // to host candidates until it has been looked at (round 26: file_setattr
+    // was open for the months between its kernel and this filter). libc
+    // falls back on ENOSYS.
+    for (int nr = 470; nr < 512; ++nr)
+      rc |= AddRule(ctx, SCMP_ACT_ERRNO(ENOSYS), nr, 0, nullptr);
 #endif
   }
   if (rc != 0) {
