@@ -335,7 +335,12 @@ absl::StatusOr<LimitPlan> PlanLimits(const SandboxConfig& config, const SandboxP
   // pipe core_pattern (systemd-coredump, apport) ignores the limit, except
   // that 1 makes the kernel skip the dump, so no helper starts as root
   // outside the sandbox with a process's memory (red team round 25).
-  rlim(RLIMIT_CORE, 1, 1);
+  // (0 where this process's own hard limit is 0: a limit cannot be raised.)
+  {
+    rlimit own{};
+    const rlim_t core = getrlimit(RLIMIT_CORE, &own) == 0 && own.rlim_max < 1 ? 0 : 1;
+    rlim(RLIMIT_CORE, core, core);
+  }
   if (policy.cpu_seconds > 0) {
     // SIGXCPU at the soft limit, SIGKILL one second later.
     rlim(RLIMIT_CPU, static_cast<rlim_t>(policy.cpu_seconds),

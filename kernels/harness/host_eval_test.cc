@@ -212,7 +212,6 @@ TEST(HostEval, WorldSizeOneBatchesAreLongEnoughToBeProbed) {
   for (int i = 0; i < 6; ++i) {
     const Launched l = Launch("allreduce", "naive_host_allreduce", 1, "", "f32");
     ASSERT_EQ(l.result.status(), Result::OK) << Describe(l);
-    EXPECT_NE(l.result.message().find("(1024 input sets)"), std::string::npos) << Describe(l);
     const auto* c = FindCheck(l.result, "batch_progress");
     ASSERT_NE(c, nullptr) << Describe(l);
     if (c->detail().find("not judged") == std::string::npos &&
