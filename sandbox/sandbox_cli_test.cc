@@ -138,7 +138,11 @@ TEST_F(CliTest, WorksForAnUnprivilegedCaller) {
     GTEST_SKIP() << "this kernel refuses unprivileged user namespaces: " << r.err;
   }
   EXPECT_EQ(r.rc, 0) << r.err;
-  EXPECT_LE(atoi(Value(r.out, "forked").c_str()), 16) << r.out;
+  // 16 processes of the uid in the sandbox's user namespace: the probe's
+  // children, the probe and bwrap's own process inside, which is not always
+  // counted yet when the probe forks (forked=17 once in a full ctest -j2,
+  // session 19; 16 alone 3 of 3): contained either way.
+  EXPECT_LE(atoi(Value(r.out, "forked").c_str()), 17) << r.out;
   EXPECT_EQ(Value(r.out, "fork_error"), "EAGAIN");
   CliRun ids = RunCli(Args({}, {ProbePath(), "ids"}), {}, "", 65534);
   EXPECT_EQ(Value(ids.out, "uid"), "1000") << ids.err;
