@@ -39,6 +39,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <utility>
 
 #include <gtest/gtest.h>
 
@@ -294,36 +295,60 @@ TEST(RunDelay, CountsTimeRunnableButWaitingForACpu) {
   EXPECT_EQ(ProcessRunDelayNs(999'999'999), -1);
 }
 
+// A child process whose one extra thread spun `cpu_ns` of its own CPU time
+// (not of the clock: beside ctest -j2 the thread may get far less of the
+// wall time) and exited; the child then waits until Finish() (the ProcessCpu
+// tests read it in between).
+class ExitedSpinnerChild {
+ public:
+  explicit ExitedSpinnerChild(int64_t cpu_ns) {
+    if (pipe(ready_) != 0 || pipe(done_) != 0) return;
+    pid_ = fork();
+    if (pid_ == 0) {
+      std::thread([cpu_ns] {
+        timespec t{};
+        do clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+        while (static_cast<int64_t>(t.tv_sec) * 1'000'000'000 + t.tv_nsec < cpu_ns);
+      }).join();
+      if (write(ready_[1], "x", 1) != 1) _exit(1);
+      char c;
+      if (read(done_[0], &c, 1) != 1) _exit(1);
+      _exit(0);
+    }
+    char c;
+    spun_ = pid_ > 0 && read(ready_[0], &c, 1) == 1;
+  }
+  ~ExitedSpinnerChild() { Finish(); }
+  // The thread has spun and exited; the child is alive.
+  bool spun() const { return spun_; }
+  pid_t pid() const { return pid_; }
+  void Finish() {
+    if (pid_ > 0) {
+      if (write(done_[1], "x", 1) != 1) kill(pid_, SIGKILL);
+      waitpid(pid_, nullptr, 0);
+      pid_ = -1;
+    }
+    for (int* fd : {&ready_[0], &ready_[1], &done_[0], &done_[1]})
+      if (*fd >= 0) close(std::exchange(*fd, -1));
+  }
+
+ private:
+  int ready_[2] = {-1, -1}, done_[2] = {-1, -1};
+  pid_t pid_ = -1;
+  bool spun_ = false;
+};
+
 // A thread that ran and exited is in no thread list, but its CPU time is
 // still the process's (red team round 6 drip_starve_spinner: a spinner
 // started and joined inside a drip batch, invisible to a per-thread sum,
 // made the batch look starved by other processes).
 TEST(ProcessCpu, CountsThreadsThatAlreadyExited) {
-  int ready[2], done[2];
-  ASSERT_EQ(pipe(ready), 0);
-  ASSERT_EQ(pipe(done), 0);
-  const pid_t child = fork();
-  if (child == 0) {
-    std::thread([] {
-      // 200 ms of its own CPU time (not of the clock: beside ctest -j2 the
-      // thread may get far less of the wall time).
-      timespec t{};
-      do clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-      while (t.tv_sec == 0 && t.tv_nsec < 200'000'000);
-    }).join();
-    if (write(ready[1], "x", 1) != 1) _exit(1);
-    char c;
-    if (read(done[0], &c, 1) != 1) _exit(1);
-    _exit(0);
-  }
-  char c;
-  ASSERT_EQ(read(ready[0], &c, 1), 1);
+  ExitedSpinnerChild child(200'000'000);
+  ASSERT_TRUE(child.spun());
   int64_t live = 0;
-  for (int tid : ThreadIds(child)) live += std::max<int64_t>(0, ThreadCpuNs(child, tid));
-  const int64_t whole = ProcessCpuNs(child);
-  ASSERT_EQ(write(done[1], "x", 1), 1);
-  waitpid(child, nullptr, 0);
-  for (int fd : {ready[0], ready[1], done[0], done[1]}) close(fd);
+  for (int tid : ThreadIds(child.pid())) live += std::max<int64_t>(0, ThreadCpuNs(child.pid(), tid));
+  const int64_t whole = ProcessCpuNs(child.pid());
+  child.Finish();
   EXPECT_LT(live, 50'000'000) << "the spinning thread has exited";
   EXPECT_GT(whole, 150'000'000) << "its 200 ms of CPU are the process's";
   EXPECT_EQ(ProcessCpuNs(999'999'999), -1);
@@ -334,27 +359,10 @@ TEST(ProcessCpu, CountsThreadsThatAlreadyExited) {
 // the probe saw "no other thread ran" (red team round 24
 // r24_exit_thread_starve).
 TEST(ProcessCpu, CountsAnExitedThreadFinerThanATick) {
-  int ready[2], done[2];
-  ASSERT_EQ(pipe(ready), 0);
-  ASSERT_EQ(pipe(done), 0);
-  const pid_t child = fork();
-  if (child == 0) {
-    std::thread([] {
-      timespec t{};
-      do clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-      while (t.tv_sec == 0 && t.tv_nsec < 3'000'000);
-    }).join();
-    if (write(ready[1], "x", 1) != 1) _exit(1);
-    char c;
-    if (read(done[0], &c, 1) != 1) _exit(1);
-    _exit(0);
-  }
-  char c;
-  ASSERT_EQ(read(ready[0], &c, 1), 1);
-  const int64_t whole = ProcessCpuNs(child);
-  ASSERT_EQ(write(done[1], "x", 1), 1);
-  waitpid(child, nullptr, 0);
-  for (int fd : {ready[0], ready[1], done[0], done[1]}) close(fd);
+  ExitedSpinnerChild child(3'000'000);
+  ASSERT_TRUE(child.spun());
+  const int64_t whole = ProcessCpuNs(child.pid());
+  child.Finish();
   EXPECT_GE(whole, 3'000'000) << "the exited thread's 3 ms";
   EXPECT_LT(whole, 8'000'000) << "not rounded up to a 10 ms tick";
 }

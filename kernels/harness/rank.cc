@@ -706,7 +706,6 @@ class Rank {
 
 }  // namespace
 
-
 absl::StatusOr<RankProblem> ResolveRankProblem(const RankOptions& o) {
   auto problem = FindProblem(o.problem);
   auto dtype = ParseDtype(o.dtype);
