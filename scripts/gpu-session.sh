@@ -18,6 +18,7 @@
 #   scripts/gpu-session.sh s17a|s17b|s17c  session 17's three calls (below)
 #   scripts/gpu-session.sh s18a|s18b  session 18's calls for the next session (below)
 #   scripts/gpu-session.sh s19a  session 19: the block-reduced, batched checks (below)
+#   scripts/gpu-session.sh s20a  session 20: the GPU tests no call reached after the moves
 #   scripts/gpu-session.sh c     session 16's leftovers: control_linger_once (the idle
 #                                probe's excuse now named), the whole oracle test (only 65
 #                                of 126 jobs ever reached), the wake-gap diagnosis on the
@@ -256,6 +257,16 @@ if [[ "$PART" == s19mini ]]; then
     $B/kernels/candidates/ref_cuda_broadcast.so
   grep -h "^phase\|^round-diag\|\"message\"" /tmp/gpu-logs/logs/rdiag_512.log | cut -c1-200
   t caught 30 $H $B/kernels/kernels_gpu_test --gtest_filter='*Unwritten*:*Perturbed*:*DoingNothing*'
+fi
+if [[ "$PART" == s20a ]]; then
+  # Session 20, first call: the parts of `ctest -L gpu` no call reached
+  # after the moves of sessions 17-19 (the cuda references against the host
+  # oracles, every naive cuda candidate and the reference as a candidate,
+  # the agent's templates compiled and run), and the executor's GPU tests.
+  t oracle 170 $H $B/kernels/kernels_gpu_test --gtest_filter=*CudaReferenceMatchesHostOracle*
+  t naive 80 $H $B/kernels/kernels_gpu_test --gtest_filter=*EveryNaiveCuda*:*ReferenceAsCandidate*
+  t templates 160 $H $B/agent/kernel_templates_gpu_test
+  t executor 150 $H $B/executor/executor_gpu_test
 fi
 if [[ "$PART" == 3 ]]; then
   t templates 250 $H $B/agent/kernel_templates_gpu_test

@@ -139,6 +139,7 @@ int CudaRank::Main() {
       off = AlignUp(off + p.bytes, 256);
       mine.push_back(p);
       if (v == &global.out[o_.rank]) out_bytes_ += p.bytes;
+      else in_bytes_ += p.bytes;
     }
   }
   slot_bytes_ = AlignUp(std::max<int64_t>(off, 256), 4096);
@@ -147,6 +148,7 @@ int CudaRank::Main() {
   auto mailbox = MapSegment(kFdData, kCudaMailboxBytes);
   if (!ctl.ok() || !mailbox.ok()) return Fail("mapping segments failed");
   g_control = static_cast<SideControl*>(*ctl);
+  control_ = g_control;
   mailbox_ = static_cast<char*>(*mailbox);
   if (ref_) {
     auto peer = MapSegment(kFdPeerData, kCudaMailboxBytes);
@@ -204,13 +206,31 @@ int CudaRank::Main() {
       case kOpSetup: Setup(&rep); break;
       case kOpInit: Init(&rep); break;
       case kOpAttach: EnsureCandData(&rep); break;
-      case kOpGen:
+      case kOpGen: {
+        // kGenDrip: the candidate's inputs of every call but the first
+        // kDripLead are decoys until its drip batch's watcher copies them in.
+        const bool drip = (cmd.flags & kGenDrip) != 0;
         for (uint32_t k = 0; k < cmd.count && rep.rc == 0; ++k)
           Gen(cmd.SlotAt(k), BatchSeed(cmd.seed, k), (cmd.flags & kGenReferenceOnly) == 0,
-              /*finish=*/k + 1 == cmd.count, &rep);
+              /*finish=*/k + 1 == cmd.count, &rep,
+              drip && k >= kDripLead ? BatchSeed(cmd.seed ^ kDripDecoySalt, k) : 0);
+        if (drip && rep.rc == 0 && ref_) ArmCandidateDrip();
         break;
+      }
       case kOpRun: Run(cmd.slot, &rep); break;
       case kOpBatch: Batch(cmd, &rep); break;
+      case kOpDrip:
+        if (ref_)
+          SelfDrip(cmd, &rep);
+        else
+          DripCalls(cmd, CandDripWord(), &rep);
+        break;
+      case kOpDripWatch:
+        if (ref_)
+          WatchCandidateDrip(cmd, &rep);
+        else
+          rep.rc = -2;
+        break;
       case kOpCheck: Check(cmd, &rep); break;
       case kOpDigest: Digest(cmd.slot, &rep); break;
       case kOpSnapshot: Snapshot(cmd, &rep); break;
@@ -266,6 +286,8 @@ void CudaRank::Init(Reply* rep) {
     // Every snapshot a timed batch can need, now, before candidate code can
     // take the GPU's memory (a failure here must not be provokable).
     if (Failed(rep, EnsureSnapshot(MaxBatch(out_bytes_)), "snapshot")) return;
+    // And the drip batches' buffers, stream and watcher thread.
+    if (!AllocateDrip(rep)) return;
   }
   // Symmetric scratch + signal pad, zeroed, exported to the side's peers.
   const size_t pad = o_.flag_count * sizeof(uint32_t);
@@ -422,7 +444,10 @@ cudaError_t CudaRank::PoisonOutputs(char* base, int slot) {
 
 // `finish`: wait for the generation to complete (the last slot of a
 // command; one wait per batch instead of one per slot).
-void CudaRank::Gen(int slot, uint64_t seed, bool candidate_too, bool finish, Reply* rep) {
+// `decoy_seed` (not 0): the candidate's inputs are generated from it
+// instead (a drip batch's decoys), the reference's from `seed`.
+void CudaRank::Gen(int slot, uint64_t seed, bool candidate_too, bool finish, Reply* rep,
+                   uint64_t decoy_seed) {
   if (candidate_too && !EnsureCandData(rep)) return;
   for (size_t i = 0; i < in_.size(); ++i) {
     const Placed& p = in_[i];
@@ -439,6 +464,16 @@ void CudaRank::Gen(int slot, uint64_t seed, bool candidate_too, bool finish, Rep
     // copy-engine write was suspected of leaving them colder in L2 and
     // measured not to: docs/performance.md, "Input residency".)
     // PKFORGE_GEN_CAND=copy restores the copy for A/B measurements.
+    if (decoy_seed != 0) {
+      const uint64_t dkey = StreamKey(decoy_seed, p.desc.replicated ? kReplicatedRank : o_.rank,
+                                      static_cast<uint32_t>(i));
+      if (Failed(rep,
+                 GenerateInput(At(cand_data_, slot, p), p.dtype, dkey, p.numel, stream_, p.desc.lo,
+                               p.desc.hi),
+                 "generate the candidate's decoy inputs"))
+        return;
+      continue;
+    }
     const cudaError_t e =
         GenCandByCopy() ? cudaMemcpyAsync(At(cand_data_, slot, p), At(data_, slot, p), p.bytes,
                                           cudaMemcpyDeviceToDevice, stream_)

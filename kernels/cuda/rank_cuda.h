@@ -1,7 +1,8 @@
 // The trusted rank process of the cuda backend (pkforge-cuda-rank): the class
 // CudaRank. Private to that binary: rank_cuda.cc has the command loop,
 // set-up, generation and timed calls (and main), rank_cuda_checks.cc the
-// verification commands that compare the candidate's buffers on the device.
+// verification commands that compare the candidate's buffers on the device,
+// rank_cuda_drip.cc the drip batches (kOpDrip, kOpDripWatch).
 // What the process is and does: the comment at the top of rank_cuda.cc.
 #pragma once
 
@@ -12,13 +13,16 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "kernels/cuda/device_ops.h"
+#include "kernels/harness/drip_hand_off.h"
 #include "kernels/harness/problem.h"
 #include "kernels/harness/protocol.h"
 #include "kernels/harness/rank.h"
+#include "kernels/harness/shm.h"
 #include "pkforge/candidate.h"
 
 namespace pkforge::kernels::cuda {
@@ -59,7 +63,8 @@ class CudaRank {
   void Setup(Reply* rep);
   bool EnsureCandData(Reply* rep);
   cudaError_t PoisonOutputs(char* base, int slot);
-  void Gen(int slot, uint64_t seed, bool candidate_too, bool finish, Reply* rep);
+  void Gen(int slot, uint64_t seed, bool candidate_too, bool finish, Reply* rep,
+           uint64_t decoy_seed = 0);
   void Tensors(char* base, int slot, std::vector<pkf_tensor>* in, std::vector<pkf_tensor>* out);
   void Run(int slot, Reply* rep);
   void Batch(const Cmd& cmd, Reply* rep);
@@ -67,6 +72,18 @@ class CudaRank {
   void SwitchContext(Reply* rep);
   bool LoadDriver(Reply* rep);
   void Idle(Reply* rep);
+
+  // Drip batches (rank_cuda_drip.cc; protocol.h kOpDrip, CudaDripCalls).
+  bool AllocateDrip(Reply* rep);
+  DripWord* CandDripWord() const;
+  void ArmCandidateDrip();
+  cudaError_t DecoyInputs(char* base, int slot, uint64_t seed, cudaStream_t stream);
+  cudaError_t SnapOutputsAt(const char* base, int slot, uint32_t k, cudaStream_t stream);
+  void DripCalls(const Cmd& cmd, DripWord* w, Reply* rep);
+  void SelfDrip(const Cmd& cmd, Reply* rep);
+  void WatchCandidateDrip(const Cmd& cmd, Reply* rep);
+  bool JudgeDripSnapshots(const Cmd& cmd, uint32_t seen, const char* golden, DripWatch* d,
+                          Reply* rep);
 
   // Verification commands and their snapshot memory (rank_cuda_checks.cc).
   cudaError_t EnsureSnapshot(uint32_t count);
@@ -89,6 +106,7 @@ class CudaRank {
   }
 
   RankOptions o_;
+  SideControl* control_ = nullptr;  // this side's control block (shm.h)
   bool ref_ = false;
   bool ready_ = false;
   bool inited_ = false;
@@ -117,6 +135,14 @@ class CudaRank {
   cudaEvent_t start_ = nullptr, stop_ = nullptr;
   DeviceScratch scratch_;
   RecordScratch records_;  // CheckBatched's and CompareLiveBatch's records
+  // ref: drip batches of up to drip_cap_ calls (0: none for this size).
+  int64_t in_bytes_ = 0;  // this rank's inputs, all tensors
+  uint32_t drip_cap_ = 0;
+  char* drip_snap_ = nullptr;   // each call's outputs at its return, SnapshotStride apart
+  char* drip_stash_ = nullptr;  // the reference's own drip: inputs of calls kDripLead..
+  cudaStream_t watch_stream_ = nullptr;
+  std::unique_ptr<ParkedThread> drip_watcher_;  // the reference's own drip watcher
+  DripWord self_drip_{};
   ncclComm_t comm_ = nullptr;
   std::vector<void*> scratch_ptrs_;
   std::vector<uint32_t*> flag_ptrs_;

@@ -10,6 +10,10 @@ namespace pkforge::kernels {
 namespace {
 constexpr double kNoiseUs = 3.0;
 constexpr double kHandoffShare = 0.5;
+// cuda: hand-offs between processes on a host with CPUs to spare, copies on
+// the GPU: steadier than the host backend's on 2 shared CPUs.
+constexpr double kCudaNoiseUs = 1.0;
+constexpr double kCudaHandoffShare = 0.1;
 }  // namespace
 
 DripFinding ClassifyDrip(const DripSample& s, double ref_free_us, double cand_free_us) {
@@ -28,7 +32,9 @@ DripFinding ClassifyDrip(const DripSample& s, double ref_free_us, double cand_fr
   if (s.ref_service_us <= ref_free_us) return DripFinding::kInconclusive;
   const double handoff = std::max(0.0, s.ref_service_us - ref_free_us);
   const double excess = (s.cand_service_us - cand_free_us) - handoff;
-  const double limit = std::max(cand_free_us, kHandoffShare * handoff + kNoiseUs);
+  const double limit =
+      std::max(cand_free_us, s.cuda ? kCudaHandoffShare * handoff + kCudaNoiseUs
+                                    : kHandoffShare * handoff + kNoiseUs);
   return excess > limit ? DripFinding::kSlow : DripFinding::kConsistent;
 }
 

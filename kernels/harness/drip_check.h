@@ -36,6 +36,7 @@ struct DripSample {
                                // (0: use the timed batches' median)
   bool starved = false;        // other load kept the candidate's calls from a CPU
   int calls = 32;              // calls in the drip batch
+  bool cuda = false;           // the cuda backend's allowance (below)
 };
 
 // A median over fewer gaps between returns is not steady (helper-fp6: at the

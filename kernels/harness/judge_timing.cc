@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -60,7 +61,10 @@ bool Judge::Timing() {
   // consistency check (Finish): not official times.
   const uint32_t short_len = std::min(batch_len, std::max(16u, batch_len / 4));
   const bool with_shorts = short_len < batch_len;
-  const int drips = Cuda() ? 0 : kDripBatches;
+  // Drip batches (drip_check.h): on cuda as long as the reference ranks
+  // can buffer (CudaDripCalls) and at least kMinDripCalls calls.
+  const uint32_t drip_len = std::min(batch_len, Cuda() ? CudaDripLength() : kDripCalls);
+  const int drips = drip_len >= static_cast<uint32_t>(kMinDripCalls) ? kDripBatches : 0;
   // Which batch is a sample, a short or drip batch or a progress probe is
   // drawn from secret randomness as the phase goes (timing_schedule.h): the
   // samples, short and drip batches in a secret order, a secret 0-2 more
@@ -104,7 +108,7 @@ bool Judge::Timing() {
     const bool is_probe = kind == K::kProbe;
     const bool is_short = kind == K::kShort;
     const bool is_drip = kind == K::kDrip;
-    const uint32_t len = is_drip ? std::min(batch_len, kDripCalls) : is_short ? short_len : batch_len;
+    const uint32_t len = is_drip ? drip_len : is_short ? short_len : batch_len;
     const Cmd batch{kMagic, kOpBatch, next, len, static_cast<uint32_t>(sets_), 0, 0};
     next = (next + len) % static_cast<uint32_t>(sets_);
     if (is_drip) {
@@ -273,6 +277,21 @@ bool Judge::BatchInputs(const Cmd& batch, v1::Phase ph, uint32_t flags) {
   return pool_.RoundCmd(pool_.refs(), gen, ph, &r);
 }
 
+// The longest cuda drip batch every reference rank can buffer (protocol.h
+// CudaDripCalls; the ranks compute theirs alike), 0 with PKFORGE_CUDA_DRIP=0.
+uint32_t Judge::CudaDripLength() const {
+  const char* v = std::getenv("PKFORGE_CUDA_DRIP");
+  if (v != nullptr && std::string(v) == "0") return 0;
+  uint32_t n = kDripCalls;
+  for (int r = 0; r < o_.world_size; ++r) {
+    int64_t in = 0, out = 0;
+    for (const Placed& p : layout_.in[static_cast<size_t>(r)]) in += p.bytes;
+    for (const Placed& p : layout_.out[static_cast<size_t>(r)]) out += p.bytes;
+    n = std::min(n, CudaDripCalls(in, out));
+  }
+  return n;
+}
+
 // poison_at_start: no output element of the batch was written before the
 // candidate is called.
 bool Judge::PoisonAtStart(const Cmd& batch, int j, v1::Phase ph) {
@@ -313,6 +332,7 @@ bool Judge::DripPair(const Cmd& batch, int j, v1::Phase ph, double overhead_us) 
   if (!pool_.RoundCmd(pool_.refs(), batch, ph, &r, &ref_wall)) return false;
   DripSample s;
   s.ref_free_us = std::max(ref_wall / 1e3 - overhead_us, 0.0) / std::max<uint32_t>(batch.count, 1);
+  s.cuda = Cuda();
   Cmd self = batch;
   self.op = kOpDrip;
   self.seed = limit_ms;
@@ -392,8 +412,11 @@ bool Judge::DripPair(const Cmd& batch, int j, v1::Phase ph, double overhead_us) 
   // 6 of 6 drip batches starved, OK 15x, before).
   s.starved = !ref_ok || (foreign > kStarvedShare && ReferenceWaitedAsMuch(share, ref_share));
   if (TimingDiag())
-    fprintf(stderr, "drip %d: wait share %.2f (reference %.2f), CPU used %.2f: %s\n", j, share,
-            ref_share, used, s.starved ? "starved" : "conclusive");
+    fprintf(stderr,
+            "drip %d: wait share %.2f (reference %.2f), CPU used %.2f: %s; per call: candidate "
+            "%.2f us, reference %.2f us (free %.2f)\n",
+            j, share, ref_share, used, s.starved ? "starved" : "conclusive", s.cand_service_us,
+            s.ref_service_us, s.ref_free_us);
   s.calls = static_cast<int>(batch.count);
   samples_.drip.push_back(s);
   samples_.drip_ms += (MonotonicNs() - t_start) / 1e6;

@@ -50,7 +50,7 @@ enum Op : uint32_t {
                     //       and before the candidate's code is loaded (kOpSetup)
   kOpHello = 14,    // cand: sent unasked once hardened, before any candidate code is loaded;
                     //       rc = kRcHarness when hardening failed (the only trusted cand reply)
-  // Drip batches (host; check batch_drip): call k + kDripLead's inputs are
+  // Drip batches (check batch_drip; cuda: CudaDripCalls): call k + kDripLead's inputs are
   // put in place only once call k's outputs were verified, so no call can
   // see the inputs of a call more than kDripLead - 1 ahead.
   kOpDrip = 19,       // cand: `count` calls, call k started once its rank's DripWord says
@@ -103,6 +103,22 @@ inline constexpr int64_t kDripWordBytes = 64;
 // The reference ranks size their drip buffers with it in their setup, before
 // any candidate code runs.
 inline constexpr uint32_t kDripCalls = 32;
+// cuda: the calls of a drip batch the reference rank buffers (device copies
+// of each call's outputs at its return and, for its own drip batch, of its
+// inputs; 256 MiB at most, allocated in its setup before any candidate code
+// runs). 0: no cuda drip batches for this problem and size (a batch of
+// fewer calls would be inconclusive: drip_check.h kMinDripCalls = 9; long
+// calls gain nothing from amortization anyway). Judge and ranks compute it
+// alike, from one rank's input and output bytes.
+inline uint32_t CudaDripCalls(int64_t in_bytes, int64_t out_bytes) {
+  const int64_t out_stride = out_bytes > 256 ? out_bytes : 256;
+  const int64_t per = out_stride + in_bytes;
+  int64_t n = (int64_t{256} << 20) / (per > 0 ? per : 1);
+  if (n > kDripCalls) n = kDripCalls;
+  const int64_t snapshots = (int64_t{2} << 30) / out_stride;  // MaxBatch's bound
+  if (n > snapshots) n = snapshots;
+  return n < 9 ? 0 : static_cast<uint32_t>(n);
+}
 
 // Most calls in one timed batch for a rank whose outputs take out_bytes: the
 // reference rank keeps a snapshot of every call's outputs (<= 2 GiB in all,

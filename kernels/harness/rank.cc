@@ -9,15 +9,13 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
-#include <condition_variable>
 #include <functional>
 #include <memory>
-#include <mutex>
-#include <thread>
 #include <vector>
 
 #include "fmt/format.h"
 #include "kernels/harness/containment.h"
+#include "kernels/harness/drip_hand_off.h"
 #include "kernels/harness/protocol.h"
 #include "kernels/harness/rng.h"
 #include "kernels/harness/shm.h"
@@ -73,63 +71,6 @@ uint64_t Fnv1a(const void* data, int64_t bytes, uint64_t h) {
   for (int64_t i = 0; i < bytes; ++i) h = (h ^ p[i]) * 0x100000001b3ull;
   return h;
 }
-
-// One thread, started before any candidate code runs, that runs jobs handed
-// to it one at a time (the reference's own drip watcher). A thread created
-// later could fail: candidate processes share the task limit (red team
-// round 7 pids_exhaust_blame: idle threads up to pids.max, then the
-// reference's std::thread threw, an abort blamed on the harness).
-// Thread safety: Run and Wait from one thread (the rank's).
-class ParkedThread {
- public:
-  ParkedThread() : t_([this] { Loop(); }) {}
-  ~ParkedThread() {
-    {
-      std::lock_guard<std::mutex> l(mu_);
-      quit_ = true;
-    }
-    cv_.notify_all();
-    t_.join();
-  }
-  ParkedThread(const ParkedThread&) = delete;
-  ParkedThread& operator=(const ParkedThread&) = delete;
-
-  void Run(std::function<void()> job) {
-    {
-      std::lock_guard<std::mutex> l(mu_);
-      job_ = std::move(job);
-      done_ = false;
-    }
-    cv_.notify_all();
-  }
-  void Wait() {
-    std::unique_lock<std::mutex> l(mu_);
-    cv_.wait(l, [&] { return done_; });
-  }
-
- private:
-  void Loop() {
-    std::unique_lock<std::mutex> l(mu_);
-    for (;;) {
-      cv_.wait(l, [&] { return quit_ || job_ != nullptr; });
-      if (quit_) return;
-      std::function<void()> job = std::move(job_);
-      job_ = nullptr;
-      l.unlock();
-      job();
-      l.lock();
-      done_ = true;
-      cv_.notify_all();
-    }
-  }
-
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::function<void()> job_;
-  bool done_ = true;
-  bool quit_ = false;
-  std::thread t_;  // last: starts once the rest is constructed
-};
 
 class Rank {
  public:
@@ -354,31 +295,13 @@ class Rank {
     std::vector<std::vector<pkf_tensor>> ins(cmd.count), outs(cmd.count);
     for (uint32_t k = 0; k < cmd.count; ++k) Tensors(data_, cmd.SlotAt(k), &ins[k], &outs[k]);
     SideBarrierWait(g_control, o_.rank, o_.world);
-    for (uint32_t k = 0; k < cmd.count; ++k) {
-      for (;;) {
-        const uint32_t r = w->released.load(std::memory_order_acquire);
-        if (r == kDripAbort) {
-          rep->rc = -3;
-          snprintf(rep->message, sizeof rep->message, "drip batch abandoned before call %u", k);
-          return;
-        }
-        if (r > k) break;
-        WaitWhileEquals(&w->released, r, 50'000'000);
-      }
+    RunDripCalls(cmd.count, w, [&](uint32_t k) {
       g_control->in_run[o_.rank].store(1);
-      rep->rc = run_(&ctx_, ins[k].data(), static_cast<int32_t>(ins[k].size()), outs[k].data(),
-                     static_cast<int32_t>(outs[k].size()), nullptr);
+      const int rc = run_(&ctx_, ins[k].data(), static_cast<int32_t>(ins[k].size()),
+                          outs[k].data(), static_cast<int32_t>(outs[k].size()), nullptr);
       g_control->in_run[o_.rank].store(0);
-      if (rep->rc != 0) {
-        w->returned.store(kDripAbort, std::memory_order_release);
-        WakeAll(&w->returned);
-        snprintf(rep->message, sizeof rep->message,
-                 "pkf_run returned %d (call %u of a drip batch)", rep->rc, k);
-        return;
-      }
-      w->returned.store(k + 1, std::memory_order_release);
-      WakeAll(&w->returned);
-    }
+      return rc;
+    }, rep);
   }
 
   // The decoys of a drip batch: every call's inputs but the first
@@ -398,75 +321,7 @@ class Rank {
 
   void ArmCandidateDrip(const Cmd& cmd) {
     WriteDecoys(cmd, cand_data_);
-    DripWord* w = layout_.Drip(cand_data_, o_.rank);
-    w->returned.store(0, std::memory_order_relaxed);
-    w->released.store(kDripLead, std::memory_order_release);
-  }
-
-  struct DripWatch {
-    uint32_t matched = 0;     // calls whose outputs matched at their return
-    int64_t first_bad = -1;   // the first call that did not
-    bool stopped = false;     // the calls stopped (a failure, or the time limit)
-    std::vector<int64_t> gap_ns;  // between two returns seen (calls 1..)
-  };
-
-  // The watcher's side of a drip batch: at each return, `verify(k)` on the
-  // call's live outputs, then `release(k + kDripLead)` puts that call's
-  // inputs in place and the word releases it. The time between two returns
-  // seen is a call's share of the batch (throughput: the hand-off of call k
-  // overlaps call k + 1 unless the watcher falls behind).
-  // `stop` (the reference side's drip_stop, null for the reference's own
-  // drip batch): set by the judge once the calls' side has replied; a return
-  // still awaited then never comes. The candidate's last store to `returned`
-  // precedes its reply, so a load after seeing `stop` is final.
-  static DripWatch Watch(DripWord* w, uint32_t n, int64_t limit_ms,
-                         const std::atomic<uint32_t>* stop,
-                         const std::function<bool(uint32_t)>& verify,
-                         const std::function<void(uint32_t)>& release) {
-    DripWatch d;
-    const int64_t deadline = MonotonicNs() + limit_ms * 1'000'000;
-    int64_t t_prev = 0;
-    for (uint32_t k = 0; k < n; ++k) {
-      for (;;) {
-        uint32_t r = w->returned.load(std::memory_order_acquire);
-        const bool stopped = stop != nullptr && stop->load(std::memory_order_acquire) != 0;
-        if (stopped) r = w->returned.load(std::memory_order_acquire);
-        if (r != kDripAbort && r > k) break;
-        if (r == kDripAbort || stopped || MonotonicNs() > deadline) {
-          d.stopped = true;
-          w->released.store(kDripAbort, std::memory_order_release);
-          WakeAll(&w->released);
-          return d;
-        }
-        WaitWhileEquals(&w->returned, r, 10'000'000);
-      }
-      const int64_t t_obs = MonotonicNs();
-      if (k >= 1) d.gap_ns.push_back(t_obs - t_prev);
-      t_prev = t_obs;
-      if (verify(k))
-        ++d.matched;
-      else if (d.first_bad < 0)
-        d.first_bad = k;
-      if (k + kDripLead < n) {
-        release(k + kDripLead);
-        w->released.store(k + kDripLead + 1, std::memory_order_release);
-        WakeAll(&w->released);
-      }
-    }
-    return d;
-  }
-
-  static void FillDripReply(const DripWatch& d, Reply* rep) {
-    rep->value = d.matched;
-    rep->input_diff = d.first_bad < 0 ? 0 : static_cast<uint64_t>(d.first_bad) + 1;
-    std::vector<int64_t> s = d.gap_ns;
-    if (!s.empty()) {
-      std::nth_element(s.begin(), s.begin() + static_cast<std::ptrdiff_t>(s.size() / 2), s.end());
-      rep->t0_ns = s[s.size() / 2];
-    }
-    // Stopped early: t1_ns = 1 (the candidate's doing when it watched the
-    // candidate: never an error of this reference rank).
-    rep->t1_ns = d.stopped ? 1 : 0;
+    ArmDrip(layout_.Drip(cand_data_, o_.rank));
   }
 
   // True when the live outputs of `slot` at `live_base` match the expected
@@ -504,13 +359,12 @@ class Rank {
     for (uint32_t k = 0; k < cmd.count; ++k) PoisonOutputs(data_, static_cast<int>(cmd.SlotAt(k)));
     WriteDecoys(cmd, data_);
     DripWord* w = layout_.Drip(data_, o_.rank);
-    w->returned.store(0, std::memory_order_relaxed);
-    w->released.store(kDripLead, std::memory_order_release);
+    ArmDrip(w);
     int64_t in_bytes = 0;
     for (const Placed& p : ins) in_bytes += p.bytes;
     DripWatch d;
     drip_watcher_->Run([&] {
-      d = Watch(
+      d = WatchDrip(
           w, cmd.count, static_cast<int64_t>(cmd.seed), nullptr,
           [&](uint32_t k) {
             return OutputsMatch(data_, static_cast<int>(cmd.SlotAt(k)),
@@ -542,7 +396,7 @@ class Rank {
   // return, and the next call's inputs copied in from the reference's.
   void WatchCandidateDrip(const Cmd& cmd, Reply* rep) {
     DripWord* w = layout_.Drip(cand_data_, o_.rank);
-    const DripWatch d = Watch(
+    const DripWatch d = WatchDrip(
         w, cmd.count, static_cast<int64_t>(cmd.seed), &g_control->drip_stop,
         [&](uint32_t k) {
           return OutputsMatch(cand_data_, static_cast<int>(cmd.SlotAt(k)), nullptr, data_);

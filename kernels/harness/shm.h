@@ -55,7 +55,10 @@ struct SideControl {
 // cuda backend: the data segments hold only a mailbox of cudaIpcMemHandle_t,
 // one per rank, for the candidate ranks' device allocation of inputs and
 // outputs (the reference rank r maps kFdPeerData and opens handle r).
-inline constexpr uint64_t kCudaMailboxBytes = kMaxWorld * 64;
+// After the handles, one drip word per rank (protocol.h DripWord): the
+// candidate side's are armed by reference rank r and written by both.
+inline constexpr uint64_t kCudaMailboxDripOffset = kMaxWorld * 64;
+inline constexpr uint64_t kCudaMailboxBytes = kCudaMailboxDripOffset + kMaxWorld * 64;
 
 // Creates an anonymous memfd of `bytes` (zero-filled), close-on-exec.
 absl::StatusOr<int> CreateSegment(const std::string& name, uint64_t bytes);
