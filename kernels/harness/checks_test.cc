@@ -85,6 +85,39 @@ TEST(AntiCheatRules, TheSameEvidenceOnlyFlagsACandidateNoFasterThanTheReference)
 // NCCL-group fuser of 2026-12-05 was OK at 12.5x with this check flagging);
 // probes that find it ahead only flag, since queued GPU work runs on while
 // the calls are counted.
+// batch_consistency on cuda: a short/long ratio over twice the
+// reference's convicts a candidate faster than the reference and only
+// flags one that is not (H100, 2026-12-06: the honest naive conv2d_halo,
+// two synchronizations a call, at 0.53x: 144.56 / 50.90 us against the
+// reference's 30.59 / 24.19, 2.25x, was CHEAT_DETECTED).
+TEST(AntiCheatRules, BatchConsistencyConvictsOnlyACandidateFasterThanTheReference) {
+  auto judge = [](double cand_short, double cand_long, double cand_median) {
+    TimingSamples s;
+    s.batch = 128;
+    s.short_len = 32;
+    s.ref_short_walls = {30.59, 31.0};
+    s.cand_short_walls = {cand_short, cand_short + 2};
+    for (int i = 0; i < 6; ++i) {
+      s.ref_us.push_back(i == 0 ? 24.19 : 43.07);
+      s.cand_us.push_back(i == 0 ? cand_long : cand_median);
+    }
+    LaunchOptions o;
+    o.backend = "cuda";
+    Outcome out;
+    AntiCheat a(o, nullptr, &out);
+    a.BatchConsistency(s);
+    const pkforge::v1::CheatCheck* c = Find(out, "batch_consistency");
+    EXPECT_NE(c, nullptr);
+    return std::make_pair(out.result().status(), c == nullptr ? false : c->flag_only() && !c->passed());
+  };
+  const auto slow = judge(144.56, 50.90, 77.98);
+  EXPECT_NE(slow.first, Result::CHEAT_DETECTED);
+  EXPECT_TRUE(slow.second);
+  // The same ratio from a candidate faster than the reference: convicted.
+  const auto fast = judge(144.56 / 5, 50.90 / 5, 77.98 / 5);
+  EXPECT_EQ(fast.first, Result::CHEAT_DETECTED);
+}
+
 TEST(AntiCheatRules, OnCudaBehindConvictsAndAheadFlags) {
   Outcome behind;
   Judge("batch_progress", Anomalous(6.4, 0.5), &behind, "cuda");

@@ -1,6 +1,7 @@
 #include "kernels/harness/drip_check.h"
 
 #include "gtest/gtest.h"
+#include "kernels/harness/protocol.h"
 
 namespace pkforge::kernels {
 namespace {
@@ -34,6 +35,36 @@ TEST(DripCheck, AmortizationShowsAsSlowDripCalls) {
   // A 2x gain is at the limit; beyond it, slow.
   EXPECT_EQ(ClassifyDrip(S(45, 45, false), 35, 17.5), DripFinding::kConsistent);
   EXPECT_EQ(ClassifyDrip(S(45, 45, false), 35, 15), DripFinding::kSlow);
+}
+
+// cuda (world 1, tiny allreduce, H100 2026-12-05): the reference's call 7 us
+// free-running; the honest kernel-per-call candidate 5.2 us; the chunked
+// amortizer r15_chunk_k8 2 us free-running, a call alone what the honest
+// one costs. Hand-offs (copies on the GPU, processes on CPUs to spare) are
+// steadier than the host's: a 3 us gain a call is not noise there.
+DripSample Cuda(double ref_service, double cand_service) {
+  DripSample s = S(ref_service, cand_service, false);
+  s.cuda = true;
+  return s;
+}
+TEST(DripCheck, CudaHandOffsAreJudgedWithATighterAllowance) {
+  EXPECT_EQ(ClassifyDrip(Cuda(20, 18.5), 7, 5.2), DripFinding::kConsistent);
+  EXPECT_EQ(ClassifyDrip(Cuda(20, 20.5), 7, 7), DripFinding::kConsistent);
+  EXPECT_EQ(ClassifyDrip(Cuda(20, 18.5), 7, 2), DripFinding::kSlow);
+  // The same numbers on the host backend are within its noise allowance.
+  EXPECT_EQ(ClassifyDrip(S(20, 18.5, false), 7, 2), DripFinding::kConsistent);
+}
+
+// How many calls a cuda drip batch can have: the reference rank buffers
+// each call's outputs and inputs (256 MiB at most, its snapshots' bound
+// too); fewer than kMinDripCalls: none.
+TEST(DripCheck, CudaDripBatchesOnlyWhereTheReferenceCanBufferEnoughCalls) {
+  EXPECT_EQ(CudaDripCalls(4096, 4096), kDripCalls);
+  EXPECT_EQ(CudaDripCalls(0, 0), kDripCalls);
+  EXPECT_EQ(CudaDripCalls(int64_t{8} << 20, int64_t{8} << 20), 16u);
+  EXPECT_EQ(CudaDripCalls(int64_t{16} << 20, int64_t{14} << 20), 0u);
+  EXPECT_GE(CudaDripCalls(int64_t{8} << 20, int64_t{8} << 20), static_cast<uint32_t>(kMinDripCalls));
+  EXPECT_EQ(CudaDripCalls(int64_t{64} << 20, int64_t{64} << 20), 0u);
 }
 
 // The reference's free time: the smaller of the batch next to its drip and
