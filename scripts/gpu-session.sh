@@ -273,21 +273,19 @@ if [[ "$PART" == s20b ]]; then
   # Session 20: cuda drip batches. Per-call drip times (TIMING_DIAG "drip"
   # lines) and verdicts of the honest controls and the round-15 amortizers
   # at world size 1, tiny allreduce (the red team's set-up), then the red
-  # team with the pending ones and every naive cuda candidate (false
-  # positives).
+  # team with the pending ones (its controls: false positives).
   C=$B/kernels/candidates
   for c in ref_cuda_allreduce naive_cuda_allreduce redteam_cuda_r15_control_kernel_copy \
            redteam_cuda_control_copy_per_call redteam_cuda_control_nccl_per_call \
            redteam_cuda_r15_control_graph_update redteam_cuda_r15_chunk_k8 \
            redteam_cuda_r15_persistent_mailbox; do
-    t "drip_$c" 40 PKFORGE_TIMING_DIAG=1 $H $B/bin/pkforge-worker launch --problem allreduce \
+    t "drip_$c" 30 PKFORGE_TIMING_DIAG=1 $H $B/bin/pkforge-worker launch --problem allreduce \
       --backend cuda --world-size 1 --dtype f32 --size tiny --trials 2 --warmup 1 --iters 6 \
       --timeout 30 --json $C/$c.so
     grep -h "^drip [0-9]*:" "/tmp/gpu-logs/logs/drip_$c.log" | cut -c1-220
     grep -o '"status":"[A-Z_]*"\|"speedup":[0-9.]*\|batch_drip[^}]*' "/tmp/gpu-logs/logs/drip_$c.log" | cut -c1-400 | head -4
   done
-  t redteam 230 PKFORGE_REDTEAM_PENDING=1 $H $B/kernels/redteam_gpu_test
-  t naive 80 $H $B/kernels/kernels_gpu_test --gtest_filter=*EveryNaiveCuda*:*ReferenceAsCandidate*
+  t redteam 270 PKFORGE_REDTEAM_PENDING=1 $H $B/kernels/redteam_gpu_test
 fi
 if [[ "$PART" == 3 ]]; then
   t templates 250 $H $B/agent/kernel_templates_gpu_test

@@ -143,15 +143,19 @@ int CudaRank::Main() {
     }
   }
   slot_bytes_ = AlignUp(std::max<int64_t>(off, 256), 4096);
+  // Drip batches (rank_cuda_drip.cc): as the judge computes them.
+  drip_cap_ = CudaDripLength(global);
+  stage_bytes_ = CudaDripStageBytes(global);
+  const uint64_t mailbox_bytes = CudaMailboxBytes(o_.world, stage_bytes_);
 
   auto ctl = MapSegment(kFdControl, sizeof(SideControl));
-  auto mailbox = MapSegment(kFdData, kCudaMailboxBytes);
+  auto mailbox = MapSegment(kFdData, mailbox_bytes);
   if (!ctl.ok() || !mailbox.ok()) return Fail("mapping segments failed");
   g_control = static_cast<SideControl*>(*ctl);
   control_ = g_control;
   mailbox_ = static_cast<char*>(*mailbox);
   if (ref_) {
-    auto peer = MapSegment(kFdPeerData, kCudaMailboxBytes);
+    auto peer = MapSegment(kFdPeerData, mailbox_bytes);
     if (!peer.ok()) return Fail("mapping the candidate mailbox failed");
     peer_mailbox_ = static_cast<char*>(*peer);
   }
@@ -223,7 +227,7 @@ int CudaRank::Main() {
         if (ref_)
           SelfDrip(cmd, &rep);
         else
-          DripCalls(cmd, CandDripWord(), &rep);
+          DripCalls(cmd, CandDripWord(), Stage(mailbox_), &rep);
         break;
       case kOpDripWatch:
         if (ref_)
@@ -286,9 +290,10 @@ void CudaRank::Init(Reply* rep) {
     // Every snapshot a timed batch can need, now, before candidate code can
     // take the GPU's memory (a failure here must not be provokable).
     if (Failed(rep, EnsureSnapshot(MaxBatch(out_bytes_)), "snapshot")) return;
-    // And the drip batches' buffers, stream and watcher thread.
-    if (!AllocateDrip(rep)) return;
   }
+  // The drip batches' staging memory pinned, and the reference's buffers
+  // and watcher thread.
+  if (!AllocateDrip(rep)) return;
   // Symmetric scratch + signal pad, zeroed, exported to the side's peers.
   const size_t pad = o_.flag_count * sizeof(uint32_t);
   if (Failed(rep, cudaMalloc(&scratch_mem_, o_.scratch_bytes + pad), "cudaMalloc scratch")) return;

@@ -76,14 +76,17 @@ class CudaRank {
   // Drip batches (rank_cuda_drip.cc; protocol.h kOpDrip, CudaDripCalls).
   bool AllocateDrip(Reply* rep);
   DripWord* CandDripWord() const;
+  // Rank o_.rank's staging memory in a side's mailbox: inputs, then outputs.
+  char* Stage(char* mailbox) const {
+    return mailbox + kCudaMailboxStageOffset + static_cast<int64_t>(o_.rank) * stage_bytes_;
+  }
   void ArmCandidateDrip();
   cudaError_t DecoyInputs(char* base, int slot, uint64_t seed, cudaStream_t stream);
-  cudaError_t SnapOutputsAt(const char* base, int slot, uint32_t k, cudaStream_t stream);
-  void DripCalls(const Cmd& cmd, DripWord* w, Reply* rep);
+  void DripCalls(const Cmd& cmd, DripWord* w, char* stage, Reply* rep);
+  bool StagedOutputsMatch(const char* stage, uint32_t k) const;
+  void StageInputs(char* stage, uint32_t k) const;
   void SelfDrip(const Cmd& cmd, Reply* rep);
   void WatchCandidateDrip(const Cmd& cmd, Reply* rep);
-  bool JudgeDripSnapshots(const Cmd& cmd, uint32_t seen, const char* golden, DripWatch* d,
-                          Reply* rep);
 
   // Verification commands and their snapshot memory (rank_cuda_checks.cc).
   cudaError_t EnsureSnapshot(uint32_t count);
@@ -135,12 +138,16 @@ class CudaRank {
   cudaEvent_t start_ = nullptr, stop_ = nullptr;
   DeviceScratch scratch_;
   RecordScratch records_;  // CheckBatched's and CompareLiveBatch's records
-  // ref: drip batches of up to drip_cap_ calls (0: none for this size).
-  int64_t in_bytes_ = 0;  // this rank's inputs, all tensors
+  // Drip batches of up to drip_cap_ calls (0: none for this size).
+  int64_t in_bytes_ = 0;      // this rank's inputs, all tensors
+  int64_t stage_bytes_ = 0;   // each rank's staging memory (CudaDripStageBytes)
   uint32_t drip_cap_ = 0;
-  char* drip_snap_ = nullptr;   // each call's outputs at its return, SnapshotStride apart
-  char* drip_stash_ = nullptr;  // the reference's own drip: inputs of calls kDripLead..
-  cudaStream_t watch_stream_ = nullptr;
+  // ref: the batch's expected outputs (packed, out_bytes_ a call) and the
+  // inputs of calls kDripLead.. (packed, in_bytes_ a call), host memory,
+  // copied from this rank's slots by its own drip batch (SelfDrip) for
+  // both watchers; drip_for_ names that batch.
+  std::vector<char> drip_golden_, drip_stash_;
+  Cmd drip_for_{};
   std::unique_ptr<ParkedThread> drip_watcher_;  // the reference's own drip watcher
   DripWord self_drip_{};
   ncclComm_t comm_ = nullptr;

@@ -307,7 +307,6 @@ class Judge {
                      std::vector<Reply>* replies);
   void RecordDeviceState(const std::string& versions);
   bool Cuda() const { return o_.backend == "cuda"; }
-  uint32_t CudaDripLength() const;
 
   // Declared first: pool_ and checks_ refer to them.
   LaunchOptions o_;

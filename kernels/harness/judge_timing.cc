@@ -63,7 +63,7 @@ bool Judge::Timing() {
   const bool with_shorts = short_len < batch_len;
   // Drip batches (drip_check.h): on cuda as long as the reference ranks
   // can buffer (CudaDripCalls) and at least kMinDripCalls calls.
-  const uint32_t drip_len = std::min(batch_len, Cuda() ? CudaDripLength() : kDripCalls);
+  const uint32_t drip_len = std::min(batch_len, Cuda() ? CudaDripLength(layout_) : kDripCalls);
   const int drips = drip_len >= static_cast<uint32_t>(kMinDripCalls) ? kDripBatches : 0;
   // Which batch is a sample, a short or drip batch or a progress probe is
   // drawn from secret randomness as the phase goes (timing_schedule.h): the
@@ -275,21 +275,6 @@ bool Judge::BatchInputs(const Cmd& batch, v1::Phase ph, uint32_t flags) {
   gen.seed = SecretSeed();
   if (!o_.reveal_seeds_file.empty()) revealed_seeds_.push_back(gen.seed);
   return pool_.RoundCmd(pool_.refs(), gen, ph, &r);
-}
-
-// The longest cuda drip batch every reference rank can buffer (protocol.h
-// CudaDripCalls; the ranks compute theirs alike), 0 with PKFORGE_CUDA_DRIP=0.
-uint32_t Judge::CudaDripLength() const {
-  const char* v = std::getenv("PKFORGE_CUDA_DRIP");
-  if (v != nullptr && std::string(v) == "0") return 0;
-  uint32_t n = kDripCalls;
-  for (int r = 0; r < o_.world_size; ++r) {
-    int64_t in = 0, out = 0;
-    for (const Placed& p : layout_.in[static_cast<size_t>(r)]) in += p.bytes;
-    for (const Placed& p : layout_.out[static_cast<size_t>(r)]) out += p.bytes;
-    n = std::min(n, CudaDripCalls(in, out));
-  }
-  return n;
 }
 
 // poison_at_start: no output element of the batch was written before the

@@ -1,4 +1,8 @@
+#include <algorithm>
+#include <cstdlib>
 #include <cstring>
+#include <string>
+#include <vector>
 
 #include "kernels/harness/protocol.h"
 #include "kernels/problems/common/host_math.h"
@@ -67,6 +71,35 @@ void PoisonBuffer(void* data, int64_t numel, pkf_dtype dtype) {
     default:  // i64, f64, u8, fp8: the byte 0xa5 everywhere
       std::memset(data, 0xa5, static_cast<size_t>(numel * DtypeSize(dtype)));
   }
+}
+
+namespace {
+int64_t Bytes(const std::vector<Placed>& v) {
+  int64_t b = 0;
+  for (const Placed& p : v) b += p.bytes;
+  return b;
+}
+int64_t Packed(const std::vector<Placed>& v) {
+  int64_t b = 0;
+  for (const Placed& p : v) b += (p.bytes + 255) / 256 * 256;
+  return b;
+}
+}  // namespace
+
+uint32_t CudaDripLength(const DataLayout& l) {
+  const char* v = std::getenv("PKFORGE_CUDA_DRIP");
+  if (v != nullptr && std::string(v) == "0") return 0;
+  uint32_t n = kDripCalls;
+  for (size_t r = 0; r < l.in.size(); ++r) n = std::min(n, CudaDripCalls(Bytes(l.in[r]), Bytes(l.out[r])));
+  return n;
+}
+
+int64_t CudaDripStageBytes(const DataLayout& l) {
+  if (CudaDripLength(l) == 0) return 0;
+  int64_t most = 0;
+  for (size_t r = 0; r < l.in.size(); ++r)
+    most = std::max(most, Packed(l.in[r]) + Packed(l.out[r]));
+  return (std::max<int64_t>(most, 1) + 4095) / 4096 * 4096;
 }
 
 }  // namespace pkforge::kernels

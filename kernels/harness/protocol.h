@@ -232,6 +232,14 @@ struct DataLayout {
 
 DataLayout MakeLayout(const Problem& p, const Dims& dims, int world, pkf_dtype dtype, int slots);
 
+// cuda drip batches for a layout (any slot count; judge and ranks alike):
+// the calls of one (the least CudaDripCalls over the ranks; 0 with
+// PKFORGE_CUDA_DRIP=0), and the host staging memory each rank needs for
+// them in its side's mailbox (one call's inputs, then its outputs, each
+// 256-aligned; a multiple of 4096; 0 without drip batches).
+uint32_t CudaDripLength(const DataLayout& l);
+int64_t CudaDripStageBytes(const DataLayout& l);
+
 // The pkf_tensor a rank passes to pkf_run for placed tensor `p` at `data`
 // (the host and cuda ranks alike).
 inline pkf_tensor DescribeTensor(const Placed& p, void* data) {

@@ -170,7 +170,8 @@ bool RankPool::CreateSegments(const DataLayout& layout, uint64_t scratch_bytes, 
     for (int r = 0; r < (Cuda() ? 1 : o_.world_size); ++r) {
       auto dat =
           Cuda()
-              ? CreateSegment(fmt::format("pkf-{}-data", kSideNames[s]), kCudaMailboxBytes)
+              ? CreateSegment(fmt::format("pkf-{}-data", kSideNames[s]),
+                              CudaMailboxBytes(o_.world_size, CudaDripStageBytes(layout)))
               : CreateSegment(fmt::format("pkf-{}-data-{}", kSideNames[s], r), layout.total_bytes);
       if (!dat.ok()) {
         out_->End(Result::SETUP_ERROR, "creating shared memory failed");

@@ -56,9 +56,14 @@ struct SideControl {
 // one per rank, for the candidate ranks' device allocation of inputs and
 // outputs (the reference rank r maps kFdPeerData and opens handle r).
 // After the handles, one drip word per rank (protocol.h DripWord): the
-// candidate side's are armed by reference rank r and written by both.
+// candidate side's are armed by reference rank r and written by both; then
+// each rank's drip staging memory (CudaDripStageBytes each, from
+// kCudaMailboxStageOffset: page-aligned).
 inline constexpr uint64_t kCudaMailboxDripOffset = kMaxWorld * 64;
-inline constexpr uint64_t kCudaMailboxBytes = kCudaMailboxDripOffset + kMaxWorld * 64;
+inline constexpr uint64_t kCudaMailboxStageOffset = kCudaMailboxDripOffset + kMaxWorld * 64;
+inline constexpr uint64_t CudaMailboxBytes(int world, int64_t stage_bytes) {
+  return kCudaMailboxStageOffset + static_cast<uint64_t>(world) * static_cast<uint64_t>(stage_bytes);
+}
 
 // Creates an anonymous memfd of `bytes` (zero-filled), close-on-exec.
 absl::StatusOr<int> CreateSegment(const std::string& name, uint64_t bytes);
