@@ -19,7 +19,7 @@
 #   scripts/gpu-session.sh s18a|s18b  session 18's calls for the next session (below)
 #   scripts/gpu-session.sh s19a  session 19: the block-reduced, batched checks (below)
 #   scripts/gpu-session.sh s20a  session 20: the GPU tests no call reached after the moves
-#   scripts/gpu-session.sh s20b  session 20: the cuda drip batches (below)
+#   scripts/gpu-session.sh s20b|s20c  session 20: the cuda drip batches (below)
 #   scripts/gpu-session.sh c     session 16's leftovers: control_linger_once (the idle
 #                                probe's excuse now named), the whole oracle test (only 65
 #                                of 126 jobs ever reached), the wake-gap diagnosis on the
@@ -286,6 +286,13 @@ if [[ "$PART" == s20b ]]; then
     grep -o '"status":"[A-Z_]*"\|"speedup":[0-9.]*\|batch_drip[^}]*' "/tmp/gpu-logs/logs/drip_$c.log" | cut -c1-400 | head -4
   done
   t redteam 270 PKFORGE_REDTEAM_PENDING=1 $H $B/kernels/redteam_gpu_test
+fi
+if [[ "$PART" == s20c ]]; then
+  # Session 20, the cuda drip batches as tuned: the red team (round 15's
+  # amortizers no longer gated) and the fast kernels tests (honest
+  # candidates with drip batches at tiny sizes).
+  t redteam 250 $H $B/kernels/redteam_gpu_test
+  t kernels 220 $H $B/kernels/kernels_gpu_test --gtest_filter=-*CudaReferenceMatchesHostOracle*:*EveryNaiveCuda*:*ReferenceAsCandidate*
 fi
 if [[ "$PART" == 3 ]]; then
   t templates 250 $H $B/agent/kernel_templates_gpu_test

@@ -53,6 +53,14 @@ TEST(DripCheck, CudaHandOffsAreJudgedWithATighterAllowance) {
   EXPECT_EQ(ClassifyDrip(Cuda(20, 18.5), 7, 2), DripFinding::kSlow);
   // The same numbers on the host backend are within its noise allowance.
   EXPECT_EQ(ClassifyDrip(S(20, 18.5, false), 7, 2), DripFinding::kConsistent);
+  // Measured on an H100 (2026-12-06; per call dripped: reference,
+  // candidate; free-running: reference, candidate): the reference as the
+  // candidate, one kernel a call (the honest case with the largest excess),
+  // a CUDA graph a call; then the chunked amortizer at its smallest excess.
+  EXPECT_EQ(ClassifyDrip(Cuda(21.13, 21.69), 3.46, 3.79), DripFinding::kConsistent);
+  EXPECT_EQ(ClassifyDrip(Cuda(21.64, 21.61), 3.62, 3.03), DripFinding::kConsistent);
+  EXPECT_EQ(ClassifyDrip(Cuda(22.01, 20.23), 3.75, 2.34), DripFinding::kConsistent);
+  EXPECT_EQ(ClassifyDrip(Cuda(22.04, 21.91), 3.56, 1.33), DripFinding::kSlow);
 }
 
 // How many calls a cuda drip batch can have: the reference rank buffers

@@ -288,6 +288,20 @@ TEST(RedTeamGpu, r15_control_kernel_copy) { Expect("r15_control_kernel_copy", Re
 // Honest and unusual: every call a CUDA graph (instantiated in pkf_setup),
 // its kernel node's arguments updated per call.
 TEST(RedTeamGpu, r15_control_graph_update) { Expect("r15_control_graph_update", Result::OK); }
+// The cuda drip batches judge honest calls: one NCCL call a call (the
+// reference's own kind of work, from another process) has a batch_drip
+// check that was conclusive and passed, not "not judged" or a flag.
+TEST(RedTeamGpu, drip_batches_judge_an_honest_candidate) {
+  Result r;
+  ExpectOneOf("control_nccl_per_call", {{Result::OK, {}}}, 0, &r);
+  bool judged = false;
+  for (const auto& c : r.cheat_checks())
+    if (c.check() == "batch_drip") {
+      judged = c.passed() && !c.flag_only() && c.detail().find("consistent") != std::string::npos;
+      EXPECT_TRUE(judged) << c.detail();
+    }
+  EXPECT_TRUE(judged) << "no batch_drip check in the result";
+}
 
 // r15_control_kernel_copy's speedup, measured once per test process (0 when
 // it was not OK: the round-15 predictions then fail, they need it).
@@ -307,8 +321,6 @@ double R15HonestSpeedup() {
 // its header): a failure to read, not a defence.
 void R15Expect(const std::string& name, std::vector<Accept> accept) {
   if (!HaveGpu()) GTEST_SKIP() << "no usable GPU";
-  if (getenv("PKFORGE_REDTEAM_PENDING") == nullptr)
-    GTEST_SKIP() << "round 15 cuda prediction (not run); PKFORGE_REDTEAM_PENDING=1 runs it";
   const double honest = R15HonestSpeedup();
   ASSERT_GT(honest, 0) << "r15_control_kernel_copy was not OK: no yardstick";
   accept.push_back({Result::OK, {}});
@@ -322,14 +334,19 @@ const std::set<std::string> kR15BatchChecks = {
 // done). Predicted OK at ~2-3x the honest per-call kernel: nothing of the
 // trusted side looks at the call's stream between two calls. Measured on the
 // H100 (2026-12-05): OK at 4.53x against 1.35x for the honest per-call
-// kernel, every check passed (the stated cuda residual).
+// kernel, every check passed (the stated cuda residual). Since the cuda drip
+// batches (H100, 2026-12-06): CHEAT_DETECTED batch_drip (a call alone, its
+// inputs released once the previous call's outputs matched, costs what an
+// honest launch costs: +3.3..3.6 us over its free-running 1.0 us).
 TEST(RedTeamGpu, r15_persistent_mailbox) {
   R15Expect("r15_persistent_mailbox", {{Result::CHEAT_DETECTED, kR15BatchChecks}});
 }
 // Chunks of 8 calls done by the first call of each chunk (the cuda residual
 // of threat-model row 23, measured). Predicted OK at ~2-3x the honest
 // per-call kernel. Measured on the H100 (2026-12-05): OK at 3.53x against
-// 1.35x, probes 5 of 5 consistent (the stated cuda residual).
+// 1.35x, probes 5 of 5 consistent (the stated cuda residual). Since the
+// cuda drip batches: +2.1..7.6 us a dripped call over its free-running
+// 1.3-1.5 us, where honest candidates read -0.4..+0.6 (batch_drip).
 TEST(RedTeamGpu, r15_chunk_k8) {
   R15Expect("r15_chunk_k8", {{Result::CHEAT_DETECTED, kR15BatchChecks}});
 }
