@@ -19,7 +19,7 @@
 #   scripts/gpu-session.sh s18a|s18b  session 18's calls for the next session (below)
 #   scripts/gpu-session.sh s19a  session 19: the block-reduced, batched checks (below)
 #   scripts/gpu-session.sh s20a  session 20: the GPU tests no call reached after the moves
-#   scripts/gpu-session.sh s20b|s20c  session 20: the cuda drip batches (below)
+#   scripts/gpu-session.sh s20b|s20c|s20d  session 20: the cuda drip batches (below)
 #   scripts/gpu-session.sh c     session 16's leftovers: control_linger_once (the idle
 #                                probe's excuse now named), the whole oracle test (only 65
 #                                of 126 jobs ever reached), the wake-gap diagnosis on the
@@ -293,6 +293,12 @@ if [[ "$PART" == s20c ]]; then
   # candidates with drip batches at tiny sizes).
   t redteam 250 $H $B/kernels/redteam_gpu_test
   t kernels 220 $H $B/kernels/kernels_gpu_test --gtest_filter=-*CudaReferenceMatchesHostOracle*:*EveryNaiveCuda*:*ReferenceAsCandidate*
+fi
+if [[ "$PART" == s20d ]]; then
+  # Session 20's last minutes: the drip calls' staged copies waited for on
+  # the call's stream; the tests they touch.
+  t redteam 120 $H $B/kernels/redteam_gpu_test \
+    --gtest_filter='*patch_device_sync*:*r15_chunk_k8*:*r15_persistent_mailbox*:*drip_batches_judge*:*control_private_stream*'
 fi
 if [[ "$PART" == 3 ]]; then
   t templates 250 $H $B/agent/kernel_templates_gpu_test

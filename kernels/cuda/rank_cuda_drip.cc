@@ -99,12 +99,15 @@ void CudaRank::DripCalls(const Cmd& cmd, DripWord* w, char* stage, Reply* rep) {
   RunDripCalls(cmd.count, w, [&](uint32_t k) {
     const int slot = static_cast<int>(cmd.SlotAt(k));
     if (k >= kDripLead) {
+      // In place before the call starts, whatever stream it uses (as the
+      // inputs of a timed batch are before the batch).
       const char* src = stage;
       for (const Placed& p : in_) {
         if (err == cudaSuccess)
           err = cudaMemcpyAsync(At(data_, slot, p), src, p.bytes, cudaMemcpyHostToDevice, stream_);
         src += Up256(p.bytes);
       }
+      if (err == cudaSuccess) err = cudaStreamSynchronize(stream_);
     }
     if (err != cudaSuccess) return -10;
     control_->in_run[o_.rank].store(1);
@@ -114,12 +117,15 @@ void CudaRank::DripCalls(const Cmd& cmd, DripWord* w, char* stage, Reply* rep) {
     nvtxRangePop();
     if (rc == 0) {
       err = cudaDeviceSynchronize();
+      // On the call's stream: after its work there even if a candidate
+      // patched the synchronize above.
       char* dst = stage + out_at;
       for (const Placed& p : out_) {
         if (err == cudaSuccess)
-          err = cudaMemcpy(dst, At(data_, slot, p), p.bytes, cudaMemcpyDeviceToHost);
+          err = cudaMemcpyAsync(dst, At(data_, slot, p), p.bytes, cudaMemcpyDeviceToHost, stream_);
         dst += Up256(p.bytes);
       }
+      if (err == cudaSuccess) err = cudaStreamSynchronize(stream_);
       if (err != cudaSuccess) rc = -10;
     }
     control_->in_run[o_.rank].store(0);

@@ -131,10 +131,16 @@ TEST(RedTeamGpu, early_return_host_thread) {
 // H200 (2026-12-05): RUNTIME_ERROR on candidate rank 0 in the first timed
 // batch (the faked synchronize leaves the rank's stop event unfinished:
 // cudaErrorNotReady): the candidate's own error, no time.
+// H100 (2026-12-06, with the cuda drip batches): CHEAT_DETECTED
+// input_mutation on a drip batch (its faked synchronize let the staged
+// inputs' copy run after the watcher had staged the next call's); since
+// that copy is waited for, a drip call's outputs that were not there at
+// its return are batch_drip's.
 TEST(RedTeamGpu, patch_device_sync) {
   ExpectOneOf("patch_device_sync",
               {{Result::CHEAT_DETECTED,
-                {"timed_output_reverify", "outlived_call", "wallclock_crosscheck"}},
+                {"timed_output_reverify", "outlived_call", "wallclock_crosscheck", "batch_drip",
+                 "input_mutation"}},
                {Result::RUNTIME_ERROR, {}}});
 }
 // H200 (2026-12-05): TIMEOUT in PHASE_SETUP, stuck rank 0 (the rank's
