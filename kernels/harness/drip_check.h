@@ -1,4 +1,4 @@
-// Drip batches (anti-cheat check "batch_drip", host backend).
+// Drip batches (anti-cheat check "batch_drip"; host and cuda backends).
 //
 // Contract. On a few batches drawn from secret randomness every call's
 // inputs but the first kDripLead (protocol.h; 1) are decoys until a trusted
@@ -17,9 +17,15 @@
 // Also: a drip call that returned before its outputs matched, whose outputs
 // were right by the end of the batch, deferred its work (see judge.cc).
 //
+// cuda (DripSample::cuda): the same batches where the reference rank can
+// buffer at least kMinDripCalls calls (protocol.h CudaDripCalls), the
+// hand-off through host staging memory (kernels/cuda/rank_cuda_drip.cc),
+// judged with a tighter allowance (drip_check.cc: 1 us + 2% of the
+// hand-off, from H100 measurements).
+//
 // Known limit (docs/threat-model.md): a gain below 2x from amortization is
 // not distinguished from hand-off noise (on a 2-core host: calls of a few
-// us); cuda has no drip batches yet.
+// us).
 //
 // Pure functions; no state, any thread.
 #pragma once

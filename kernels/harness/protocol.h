@@ -62,6 +62,10 @@ enum Op : uint32_t {
   kOpDripWatch = 20,  // ref: watch the candidate's drip batch: at each return compare the
                       //       call's live outputs with the reference's, then copy call
                       //       k + kDripLead's inputs in and release it; seed = time limit, ms.
+                      //       (cuda: through the rank's host staging memory in the
+                      //       candidate side's mailbox; the calls' side copies the staged
+                      //       inputs in before a call and its outputs out after it:
+                      //       kernels/cuda/rank_cuda_drip.cc.)
                       // Both drip replies (ref): value = calls whose outputs matched at
                       //       their return, input_diff = 1 + the first call that did not
                       //       (0: none), t0_ns = the median time between two returns seen
