@@ -94,7 +94,7 @@ absl::StatusOr<JobTrajectory> LoadJobTrajectory(TrajectoryStore& store, std::str
   const std::string context = fmt::format("loading trajectory of job '{}'", job_id);
   absl::StatusOr<JobRecord> job = store.GetJob(job_id);
   if (!job.ok()) return Annotate(job.status(), context);
-  absl::StatusOr<std::vector<EvaluationRecord>> evaluations = store.ListEvaluations(job_id);
+  absl::StatusOr<std::vector<EvaluationRecord>> evaluations = store.ListEvaluationPoints(job_id);
   if (!evaluations.ok()) return Annotate(evaluations.status(), context);
   return TrajectoryFromRecords(*job, *evaluations, clock->NowWallMicros());
 }
@@ -102,14 +102,16 @@ absl::StatusOr<JobTrajectory> LoadJobTrajectory(TrajectoryStore& store, std::str
 absl::StatusOr<std::vector<JobTrajectory>> LoadJobTrajectories(TrajectoryStore& store,
                                                                const JobFilter& filter,
                                                                const Clock* clock) {
-  absl::StatusOr<std::vector<JobRecord>> jobs = store.ListJobs(filter);
+  // Without specs and result texts (ListJobSummaries, ListEvaluationPoints):
+  // up to 100,000 jobs, whose specs and results can hold whole sources.
+  absl::StatusOr<std::vector<JobRecord>> jobs = store.ListJobSummaries(filter);
   if (!jobs.ok()) return Annotate(jobs.status(), "listing jobs for plateau analysis");
   // One clock reading for the whole set, so running jobs are cut at the same instant.
   const int64_t now_wall_us = clock->NowWallMicros();
   std::vector<JobTrajectory> out;
   out.reserve(jobs->size());
   for (const JobRecord& job : *jobs) {
-    absl::StatusOr<std::vector<EvaluationRecord>> evaluations = store.ListEvaluations(job.id);
+    absl::StatusOr<std::vector<EvaluationRecord>> evaluations = store.ListEvaluationPoints(job.id);
     if (!evaluations.ok()) {
       return Annotate(evaluations.status(), fmt::format("loading trajectory of job '{}'", job.id));
     }

@@ -283,5 +283,77 @@ TEST_F(PlateauLoaderStoreTest, LoadsAFilteredSet) {
   EXPECT_EQ(report->groups[1].jobs, 2);
 }
 
+// The plateau analysis reads up to 100,000 jobs: without their specs (which
+// can hold whole candidate sources) or their results' text, but with every
+// field it uses, the multi-size score included.
+TEST_F(PlateauLoaderStoreTest, AnalysisReadsNeitherSpecsNorResultTexts) {
+  const std::string id = CreateJob("gpt", "sequential");
+  const std::string big(1 << 20, 'x');
+  {
+    JobRecord heavy;
+    heavy.id = NewId("job", clock_.NowWallMicros());
+    heavy.spec_json = "{\"replay\":\"" + big + "\"}";
+    heavy.problem = "allreduce";
+    heavy.backend = "host";
+    heavy.dtype = "f32";
+    heavy.agent_kind = "replay";
+    heavy.label = "exp1";
+    heavy.created_wall_us = clock_.NowWallMicros();
+    ASSERT_TRUE(store_->CreateJob(heavy).ok());
+    clock_.AdvanceMicros(1000);
+  }
+  ASSERT_TRUE(store_->UpdateJobState(id, JobState::kRunning, "", kStart).ok());
+  auto add = [&](int64_t elapsed_ms, const std::string& result_json) {
+    EvaluationRecord e = Eval(elapsed_ms, 0, 1.5);
+    e.id = NewId("eval", clock_.NowWallMicros());
+    e.job_id = id;
+    e.candidate_sha256 = candidate_.sha256;
+    e.executor = "local";
+    e.wall_us = clock_.NowWallMicros();
+    e.result_json = result_json;
+    ASSERT_TRUE(store_->AddEvaluation(e).ok());
+    clock_.AdvanceMicros(1000);
+  };
+  add(1'000, R"({"status":"OK","multiSizeScore":1.75,"log":")" + big + R"("})");
+  add(2'000, R"({"status":"OK","multi_size_score":0.5})");
+  add(3'000, R"({"status":"OK","speedup":1.5})");
+  add(4'000, "not json");
+
+  JobFilter f;
+  absl::StatusOr<std::vector<JobRecord>> full = store_->ListJobs(f);
+  absl::StatusOr<std::vector<JobRecord>> lean = store_->ListJobSummaries(f);
+  ASSERT_TRUE(full.ok() && lean.ok());
+  ASSERT_EQ(lean->size(), 2u);
+  for (size_t i = 0; i < lean->size(); ++i) {
+    EXPECT_EQ((*lean)[i].spec_json, "");
+    EXPECT_EQ((*lean)[i].id, (*full)[i].id);
+    EXPECT_EQ((*lean)[i].model, (*full)[i].model);
+    EXPECT_EQ((*lean)[i].started_wall_us, (*full)[i].started_wall_us);
+  }
+  EXPECT_GT((*full)[1].spec_json.size(), big.size());
+
+  absl::StatusOr<std::vector<EvaluationRecord>> points = store_->ListEvaluationPoints(id);
+  ASSERT_TRUE(points.ok()) << points.status();
+  ASSERT_EQ(points->size(), 4u);
+  for (const EvaluationRecord& e : *points) EXPECT_LT(e.result_json.size(), 64u) << e.result_json;
+  EXPECT_THAT(MultiSizeScore((*points)[0].result_json), Optional(1.75));
+  EXPECT_THAT(MultiSizeScore((*points)[1].result_json), Optional(0.5));
+  EXPECT_EQ(MultiSizeScore((*points)[2].result_json), std::nullopt);
+  EXPECT_EQ(MultiSizeScore((*points)[3].result_json), std::nullopt);
+
+  // The loaded trajectories: the same points as from the full records.
+  absl::StatusOr<std::vector<JobTrajectory>> all = LoadJobTrajectories(*store_, f, &clock_);
+  ASSERT_TRUE(all.ok()) << all.status();
+  ASSERT_EQ(all->size(), 2u);
+  absl::StatusOr<std::vector<EvaluationRecord>> records = store_->ListEvaluations(id);
+  ASSERT_TRUE(records.ok());
+  const JobTrajectory expected = TrajectoryFromRecords((*full)[0], *records, clock_.NowWallMicros());
+  ASSERT_EQ((*all)[0].points.size(), expected.points.size());
+  for (size_t i = 0; i < expected.points.size(); ++i) {
+    EXPECT_EQ((*all)[0].points[i].speedup, expected.points[i].speedup);
+    EXPECT_EQ((*all)[0].points[i].multi_size_score, expected.points[i].multi_size_score);
+  }
+}
+
 }  // namespace
 }  // namespace pkforge::storage

@@ -196,12 +196,23 @@ absl::StatusOr<std::optional<JobRecord>> SqliteTrajectoryStore::FindJobByClientR
 }
 
 absl::StatusOr<std::vector<JobRecord>> SqliteTrajectoryStore::ListJobs(const JobFilter& filter) {
+  return SelectJobs("ListJobs", kJobColumns, filter);
+}
+
+absl::StatusOr<std::vector<JobRecord>> SqliteTrajectoryStore::ListJobSummaries(
+    const JobFilter& filter) {
+  return SelectJobs("ListJobSummaries", kJobSummaryColumns, filter);
+}
+
+absl::StatusOr<std::vector<JobRecord>> SqliteTrajectoryStore::SelectJobs(std::string_view what,
+                                                                         const char* columns,
+                                                                         const JobFilter& filter) {
   if (filter.limit < 1 || filter.limit > kMaxListLimit) {
     return absl::InvalidArgumentError(
-        fmt::format("ListJobs: limit must be in 1..{}, got {}", kMaxListLimit, filter.limit));
+        fmt::format("{}: limit must be in 1..{}, got {}", what, kMaxListLimit, filter.limit));
   }
   if (!filter.after_id.empty()) {
-    RETURN_IF_ERROR(Annotate(RequireId("after_id", filter.after_id, "job"), "ListJobs"));
+    RETURN_IF_ERROR(Annotate(RequireId("after_id", filter.after_id, "job"), what));
   }
   // The SQL depends only on which filters are set (at most 2^7 shapes), so the
   // per-connection statement cache stays small while each shape can use the
@@ -223,7 +234,7 @@ absl::StatusOr<std::vector<JobRecord>> SqliteTrajectoryStore::ListJobs(const Job
     where.push_back(fmt::format("id > ?{}", values.size() + 1));
     values.push_back(filter.after_id);
   }
-  std::string sql = fmt::format("SELECT {} FROM jobs", kJobColumns);
+  std::string sql = fmt::format("SELECT {} FROM jobs", columns);
   for (size_t i = 0; i < where.size(); ++i) {
     sql += (i == 0 ? " WHERE " : " AND ") + where[i];
   }
@@ -367,6 +378,15 @@ absl::StatusOr<std::vector<EvaluationRecord>> SqliteTrajectoryStore::ListEvaluat
       "ListEvaluations", job_id,
       fmt::format("SELECT {} FROM evaluations WHERE job_id = ?1 ORDER BY elapsed_ms, rowid",
                   kEvaluationColumns),
+      [](Statement& st) { return ReadEvaluationRow(st); });
+}
+
+absl::StatusOr<std::vector<EvaluationRecord>> SqliteTrajectoryStore::ListEvaluationPoints(
+    std::string_view job_id) {
+  return ListForJob<EvaluationRecord>(
+      "ListEvaluationPoints", job_id,
+      fmt::format("SELECT {} FROM evaluations WHERE job_id = ?1 ORDER BY elapsed_ms, rowid",
+                  kEvaluationPointColumns),
       [](Statement& st) { return ReadEvaluationRow(st); });
 }
 

@@ -293,6 +293,9 @@ class TrajectoryStore {
   virtual absl::StatusOr<std::optional<JobRecord>> FindJobByClientRequestId(
       std::string_view client_request_id) = 0;
   virtual absl::StatusOr<std::vector<JobRecord>> ListJobs(const JobFilter& filter) = 0;
+  // As ListJobs, without the spec (spec_json empty): for analyses over many
+  // jobs (AnalyzePlateau), whose specs can hold whole candidate sources.
+  virtual absl::StatusOr<std::vector<JobRecord>> ListJobSummaries(const JobFilter& filter) = 0;
   // Jobs in queued or running state (for restart recovery).
   virtual absl::StatusOr<std::vector<JobRecord>> ListUnfinishedJobs() = 0;
 
@@ -311,6 +314,11 @@ class TrajectoryStore {
   virtual absl::StatusOr<std::vector<LlmCallRecord>> ListLlmCalls(std::string_view job_id) = 0;
   // In elapsed order (ties by insertion order).
   virtual absl::StatusOr<std::vector<EvaluationRecord>> ListEvaluations(
+      std::string_view job_id) = 0;
+  // As ListEvaluations, with result_json reduced by SQL to
+  // {"multiSizeScore":x} (x null when the result has none or is not JSON):
+  // the plateau loader's view, without the results' text.
+  virtual absl::StatusOr<std::vector<EvaluationRecord>> ListEvaluationPoints(
       std::string_view job_id) = 0;
 
   // --- events ---

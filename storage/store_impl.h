@@ -215,6 +215,7 @@ class SqliteTrajectoryStore final : public TrajectoryStore {
   absl::StatusOr<std::optional<JobRecord>> FindJobByClientRequestId(
       std::string_view client_request_id) override;
   absl::StatusOr<std::vector<JobRecord>> ListJobs(const JobFilter& filter) override;
+  absl::StatusOr<std::vector<JobRecord>> ListJobSummaries(const JobFilter& filter) override;
   absl::StatusOr<std::vector<JobRecord>> ListUnfinishedJobs() override;
 
   absl::Status AddTurn(const TurnRecord& turn) override;
@@ -226,6 +227,8 @@ class SqliteTrajectoryStore final : public TrajectoryStore {
   absl::StatusOr<std::vector<TurnRecord>> ListTurns(std::string_view job_id) override;
   absl::StatusOr<std::vector<LlmCallRecord>> ListLlmCalls(std::string_view job_id) override;
   absl::StatusOr<std::vector<EvaluationRecord>> ListEvaluations(std::string_view job_id) override;
+  absl::StatusOr<std::vector<EvaluationRecord>> ListEvaluationPoints(
+      std::string_view job_id) override;
   // Shared body of the per-job list readers: validates the id, checks the job
   // exists (NOT_FOUND otherwise), runs `sql` with ?1 = job_id on a read
   // connection and maps each row with `read_row`.
@@ -244,6 +247,9 @@ class SqliteTrajectoryStore final : public TrajectoryStore {
   absl::StatusOr<int64_t> SetMaxPageCount(int64_t pages) override;
 
  private:
+  // ListJobs and ListJobSummaries: the filter's SELECT of `columns`.
+  absl::StatusOr<std::vector<JobRecord>> SelectJobs(std::string_view what, const char* columns,
+                                                    const JobFilter& filter);
   using WriteFn = absl::FunctionRef<absl::Status(BatchTxn&)>;
 
   // How a write changes the database, which decides how it is undone alone

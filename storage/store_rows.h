@@ -29,6 +29,22 @@ inline constexpr char kJobColumns[] =
     "state, created_wall_us, started_wall_us, finished_wall_us, budget_wall_s, error, "
     "best_speedup, best_evaluation_id, client_request_id";
 
+// kJobColumns with the spec left out (an empty text in its place).
+inline constexpr char kJobSummaryColumns[] =
+    "id, '' AS spec_json, problem, backend, world_size, dtype, agent_kind, model, strategy, "
+    "label, state, created_wall_us, started_wall_us, finished_wall_us, budget_wall_s, error, "
+    "best_speedup, best_evaluation_id, client_request_id";
+
+// kEvaluationColumns with result_json reduced to its multi-size score.
+inline constexpr char kEvaluationPointColumns[] =
+    "id, job_id, turn_id, candidate_sha256, status, correct, speedup, candidate_median_us, "
+    "reference_median_us, roofline_fraction, "
+    "CASE WHEN json_valid(result_json) THEN json_object('multiSizeScore', "
+    "coalesce(json_extract(result_json, '$.multiSizeScore'), "
+    "json_extract(result_json, '$.multi_size_score'))) ELSE '' END AS result_json, "
+    "executor, queue_ms, compile_ms, run_ms, wall_us, elapsed_ms, timed_iters, trials, "
+    "comparable, role";
+
 inline constexpr char kEvaluationColumns[] =
     "id, job_id, turn_id, candidate_sha256, status, correct, speedup, candidate_median_us, "
     "reference_median_us, roofline_fraction, result_json, executor, queue_ms, compile_ms, "

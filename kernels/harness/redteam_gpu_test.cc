@@ -298,6 +298,7 @@ TEST(RedTeamGpu, r15_control_graph_update) { Expect("r15_control_graph_update", 
 // reference's own kind of work, from another process) has a batch_drip
 // check that was conclusive and passed, not "not judged" or a flag.
 TEST(RedTeamGpu, drip_batches_judge_an_honest_candidate) {
+  if (!HaveGpu()) GTEST_SKIP() << "no usable GPU";
   Result r;
   ExpectOneOf("control_nccl_per_call", {{Result::OK, {}}}, 0, &r);
   bool judged = false;
@@ -367,6 +368,68 @@ TEST(RedTeamGpu, r15_ce_hog_loop) {
   R15Expect("r15_ce_hog_loop",
             {{Result::CHEAT_DETECTED, {"outlived_call", "wallclock_crosscheck", "frozen_while_idle"}},
              {Result::TIMEOUT, {}}});
+}
+
+// ---- added 2026-12-06 (helper-redteam28, round 28): the cuda drip batches
+// (27d3e9a), source review; compiled here, NOT run (no GPU for helpers).
+// Predictions and the traced mechanisms are in each candidate's header and in
+// /work/helper-notes/redteam-findings.md, "Round 28". Pending until run on a
+// GPU (PKFORGE_REDTEAM_PENDING=1 runs them).
+// The candidate's first drip call plays the calls' side of the hand-off
+// itself (one kernel on the host-mapped staging memory, one synchronize a
+// call): its dripped calls cost less than the reference's, a negative excess.
+// Predicted today: OK at ~3.5x (r15_chunk_k8's amortized batches).
+TEST(RedTeamGpu, r28_drip_agent) {
+  if (!HaveGpu()) GTEST_SKIP() << "no usable GPU";
+  if (getenv("PKFORGE_REDTEAM_PENDING") == nullptr)
+    GTEST_SKIP() << "round 28 cuda prediction (not run); PKFORGE_REDTEAM_PENDING=1 runs it";
+  R15Expect("r28_drip_agent", {{Result::CHEAT_DETECTED, kR15BatchChecks}});
+}
+// A kernel of a second context, queued behind a stream wait on the
+// candidate's drip word (released == 1: a drip batch was just armed), runs
+// while the reference's free batch and own drip batch do (DripPair probes no
+// idle GPU): the hand-off read off the reference becomes milliseconds.
+// Predicted today: OK at ~3.5x; CHEAT outlived_call if a pending stream wait
+// takes time slices.
+TEST(RedTeamGpu, r28_drip_ref_hog) {
+  if (!HaveGpu()) GTEST_SKIP() << "no usable GPU";
+  if (getenv("PKFORGE_REDTEAM_PENDING") == nullptr)
+    GTEST_SKIP() << "round 28 cuda prediction (not run); PKFORGE_REDTEAM_PENDING=1 runs it";
+  R15Expect("r28_drip_ref_hog",
+            {{Result::CHEAT_DETECTED, {"outlived_call", "batch_drip", "frozen_while_idle"}}});
+}
+// Blame: the same trigger in front of ~100 GB of copy-engine copies in the
+// second context, so that the first rounds to crawl are the reference's free
+// batch and own drip batch (no idle probe there). Predicted today:
+// HARNESS_ERROR where copies of other contexts wait behind a running copy,
+// else the reference merely slowed. Never HARNESS_ERROR; the calls are the
+// reference's own algorithm, so an OK must stay within 1.15x.
+TEST(RedTeamGpu, r28_drip_ref_ce_hog) {
+  if (!HaveGpu()) GTEST_SKIP() << "no usable GPU";
+  if (getenv("PKFORGE_REDTEAM_PENDING") == nullptr)
+    GTEST_SKIP() << "round 28 cuda prediction (not run); PKFORGE_REDTEAM_PENDING=1 runs it";
+  ExpectOneOf("r28_drip_ref_ce_hog",
+              {{Result::CHEAT_DETECTED, {"outlived_call", "batch_drip", "frozen_while_idle"}},
+               {Result::TIMEOUT, {}},
+               {Result::OK, {}}},
+              1.15);
+}
+// Honest: one copy kernel a call plus a cudaMallocAsync'ed temporary freed on
+// the stream. The default pool (release threshold 0) gives its memory back at
+// every synchronize: once per free-running batch, three times per drip call.
+// Predicted today: CHEAT_DETECTED batch_drip (a false positive), or OK with
+// batch_drip flagged. Held: OK with batch_drip passed and not flagged.
+TEST(RedTeamGpu, r28_control_malloc_async) {
+  if (!HaveGpu()) GTEST_SKIP() << "no usable GPU";
+  if (getenv("PKFORGE_REDTEAM_PENDING") == nullptr)
+    GTEST_SKIP() << "round 28 cuda prediction (not run); PKFORGE_REDTEAM_PENDING=1 runs it";
+  Result r;
+  ExpectOneOf("r28_control_malloc_async", {{Result::OK, {}}}, 0, &r);
+  for (const auto& c : r.cheat_checks()) {
+    if (c.check() == "batch_drip") {
+      EXPECT_TRUE(c.passed() && !c.flag_only()) << c.detail();
+    }
+  }
 }
 }  // namespace
 }  // namespace pkforge::kernels
