@@ -202,23 +202,15 @@ void CudaRank::SelfDrip(const Cmd& cmd, Reply* rep) {
   drip_for_ = cmd;
   char* stage = Stage(mailbox_);
   ArmDrip(&self_drip_);
-  DripWatch d;
-  drip_watcher_->Run([&] {
-    d = WatchDrip(
-        &self_drip_, n, static_cast<int64_t>(cmd.seed), nullptr,
-        [&](uint32_t k) { return StagedOutputsMatch(stage, k); },
-        [&](uint32_t k) { StageInputs(stage, k); });
-  });
-  Reply calls;
-  std::memset(&calls, 0, sizeof calls);
-  DripCalls(cmd, &self_drip_, stage, &calls);
-  drip_watcher_->Wait();
-  FillDripReply(d, rep);
-  if (calls.rc != 0 || d.stopped) {
-    rep->rc = kRcHarness;
-    snprintf(rep->message, sizeof rep->message, "the reference's drip batch failed: %.200s",
-             calls.rc != 0 ? calls.message : "its watcher stopped");
-  }
+  RunSelfDrip(
+      drip_watcher_.get(),
+      [&] {
+        return WatchDrip(
+            &self_drip_, n, static_cast<int64_t>(cmd.seed), nullptr,
+            [&](uint32_t k) { return StagedOutputsMatch(stage, k); },
+            [&](uint32_t k) { StageInputs(stage, k); });
+      },
+      [&](Reply* calls) { DripCalls(cmd, &self_drip_, stage, calls); }, rep);
 }
 
 // The candidate's drip batch, watched on this thread: at each return its

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 
 #include "kernels/harness/shm.h"
 
@@ -111,6 +112,22 @@ DripWatch WatchDrip(DripWord* w, uint32_t n, int64_t limit_ms, const std::atomic
     }
   }
   return d;
+}
+
+void RunSelfDrip(ParkedThread* watcher, const std::function<DripWatch()>& watch,
+                 const std::function<void(Reply*)>& calls, Reply* rep) {
+  DripWatch d;
+  watcher->Run([&] { d = watch(); });
+  Reply c;
+  std::memset(&c, 0, sizeof c);
+  calls(&c);
+  watcher->Wait();
+  FillDripReply(d, rep);
+  if (c.rc != 0 || d.stopped) {
+    rep->rc = kRcHarness;
+    snprintf(rep->message, sizeof rep->message, "the reference's drip batch failed: %.200s",
+             c.rc != 0 ? c.message : "its watcher stopped");
+  }
 }
 
 void FillDripReply(const DripWatch& d, Reply* rep) {

@@ -84,6 +84,13 @@ DripWatch WatchDrip(DripWord* w, uint32_t n, int64_t limit_ms, const std::atomic
                     const std::function<bool(uint32_t)>& verify,
                     const std::function<void(uint32_t)>& release);
 
+// The reference's own drip batch: `watch` (a WatchDrip) on `watcher`, the
+// calls (`calls`, filling the calls' reply) on this thread, then the reply:
+// FillDripReply, and a harness failure when the calls failed or the watcher
+// stopped (nothing of the candidate's runs in it).
+void RunSelfDrip(ParkedThread* watcher, const std::function<DripWatch()>& watch,
+                 const std::function<void(Reply*)>& calls, Reply* rep);
+
 // The watcher's reply (protocol.h "Both drip replies"): value = matched,
 // input_diff = 1 + the first call that did not match (0: none), t0_ns = the
 // median gap between two returns, t1_ns = 1 when the calls stopped early.

@@ -362,33 +362,25 @@ class Rank {
     ArmDrip(w);
     int64_t in_bytes = 0;
     for (const Placed& p : ins) in_bytes += p.bytes;
-    DripWatch d;
-    drip_watcher_->Run([&] {
-      d = WatchDrip(
-          w, cmd.count, static_cast<int64_t>(cmd.seed), nullptr,
-          [&](uint32_t k) {
-            return OutputsMatch(data_, static_cast<int>(cmd.SlotAt(k)),
-                                golden_.data() + static_cast<size_t>(ob) * k);
-          },
-          [&](uint32_t k) {
-            char* slot = data_ + layout_.SlotBase(static_cast<int>(cmd.SlotAt(k)));
-            const char* src = stash_.data() + static_cast<size_t>(in_bytes) * (k - kDripLead);
-            for (const Placed& p : ins) {
-              std::memcpy(slot + p.offset, src, static_cast<size_t>(p.bytes));
-              src += p.bytes;
-            }
-          });
-    });
-    Reply calls;
-    std::memset(&calls, 0, sizeof calls);
-    DripCalls(cmd, w, &calls);
-    drip_watcher_->Wait();
-    FillDripReply(d, rep);
-    if (calls.rc != 0 || d.stopped) {
-      rep->rc = kRcHarness;
-      snprintf(rep->message, sizeof rep->message, "the reference's drip batch failed: %.200s",
-               calls.rc != 0 ? calls.message : "its watcher stopped");
-    }
+    RunSelfDrip(
+        drip_watcher_.get(),
+        [&] {
+          return WatchDrip(
+              w, cmd.count, static_cast<int64_t>(cmd.seed), nullptr,
+              [&](uint32_t k) {
+                return OutputsMatch(data_, static_cast<int>(cmd.SlotAt(k)),
+                                    golden_.data() + static_cast<size_t>(ob) * k);
+              },
+              [&](uint32_t k) {
+                char* slot = data_ + layout_.SlotBase(static_cast<int>(cmd.SlotAt(k)));
+                const char* src = stash_.data() + static_cast<size_t>(in_bytes) * (k - kDripLead);
+                for (const Placed& p : ins) {
+                  std::memcpy(slot + p.offset, src, static_cast<size_t>(p.bytes));
+                  src += p.bytes;
+                }
+              });
+        },
+        [&](Reply* calls) { DripCalls(cmd, w, calls); }, rep);
   }
 
   // The candidate's drip batch, watched: its live outputs are compared with

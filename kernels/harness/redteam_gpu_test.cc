@@ -375,6 +375,15 @@ TEST(RedTeamGpu, r15_ce_hog_loop) {
 // Predictions and the traced mechanisms are in each candidate's header and in
 // /work/helper-notes/redteam-findings.md, "Round 28". Pending until run on a
 // GPU (PKFORGE_REDTEAM_PENDING=1 runs them).
+// r15_chunk_k8 padded to ~1.8 us a free-running call: batch_drip's limit is
+// max(its free time, 1 us + 2% of the hand-off), so half of the gain passes.
+// Predicted today: OK at ~1.6-1.7x the honest per-call kernel.
+TEST(RedTeamGpu, r28_chunk_paced) {
+  if (!HaveGpu()) GTEST_SKIP() << "no usable GPU";
+  if (getenv("PKFORGE_REDTEAM_PENDING") == nullptr)
+    GTEST_SKIP() << "round 28 cuda prediction (not run); PKFORGE_REDTEAM_PENDING=1 runs it";
+  R15Expect("r28_chunk_paced", {{Result::CHEAT_DETECTED, kR15BatchChecks}});
+}
 // The candidate's first drip call plays the calls' side of the hand-off
 // itself (one kernel on the host-mapped staging memory, one synchronize a
 // call): its dripped calls cost less than the reference's, a negative excess.
