@@ -218,7 +218,10 @@ int CudaRank::Main() {
           Gen(cmd.SlotAt(k), BatchSeed(cmd.seed, k), (cmd.flags & kGenReferenceOnly) == 0,
               /*finish=*/k + 1 == cmd.count, &rep,
               drip && k >= kDripLead ? BatchSeed(cmd.seed ^ kDripDecoySalt, k) : 0);
-        if (drip && rep.rc == 0 && ref_) ArmCandidateDrip();
+        // The candidate's drip word is armed only at the end of the
+        // reference's own drip batch (SelfDrip): GPU work the frozen
+        // candidate queued behind a wait on it would otherwise run through
+        // the reference's rounds (red team round 28 r28_drip_ref_hog).
         break;
       }
       case kOpRun: Run(cmd.slot, &rep); break;
@@ -276,6 +279,18 @@ void CudaRank::Init(Reply* rep) {
   int sms = 0;
   cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, o_.rank);
   if (Failed(rep, cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "stream")) return;
+  // The default memory pool keeps what it has (both sides alike): with the
+  // default release threshold of 0 it gives memory back at every
+  // synchronize, and a drip call (several synchronizes) would pay a
+  // cudaMallocAsync candidate's remapping that its free-running batch (one)
+  // does not (red team round 28 r28_control_malloc_async). Not fatal.
+  {
+    cudaMemPool_t pool = nullptr;
+    uint64_t keep = UINT64_MAX;
+    if (cudaDeviceGetDefaultMemPool(&pool, o_.rank) != cudaSuccess ||
+        cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep) != cudaSuccess)
+      cudaGetLastError();
+  }
   if (Failed(rep, cudaEventCreate(&start_), "event") || Failed(rep, cudaEventCreate(&stop_), "event"))
     return;
   if (Failed(rep, CreateScratch(&scratch_), "scratch")) return;

@@ -211,6 +211,10 @@ void CudaRank::SelfDrip(const Cmd& cmd, Reply* rep) {
             [&](uint32_t k) { StageInputs(stage, k); });
       },
       [&](Reply* calls) { DripCalls(cmd, &self_drip_, stage, calls); }, rep);
+  // Now, not when the inputs were generated: nothing the candidate queued
+  // behind its drip word can start before both of this rank's rounds are
+  // over (red team round 28 r28_drip_ref_hog).
+  if (rep->rc == 0) ArmCandidateDrip();
 }
 
 // The candidate's drip batch, watched on this thread: at each return its

@@ -61,6 +61,10 @@ TEST(DripCheck, CudaHandOffsAreJudgedWithATighterAllowance) {
   EXPECT_EQ(ClassifyDrip(Cuda(21.64, 21.61), 3.62, 3.03), DripFinding::kConsistent);
   EXPECT_EQ(ClassifyDrip(Cuda(22.01, 20.23), 3.75, 2.34), DripFinding::kConsistent);
   EXPECT_EQ(ClassifyDrip(Cuda(22.04, 21.91), 3.56, 1.33), DripFinding::kSlow);
+  // Red team round 28 r28_chunk_paced: the amortizer padded to 1.8 us a
+  // call free-running, its dripped call what the honest kernel's costs:
+  // an excess of 1.8 us is slow although it is under its own free time.
+  EXPECT_EQ(ClassifyDrip(Cuda(21.64, 21.61), 3.62, 1.8), DripFinding::kSlow);
 }
 
 // How many calls a cuda drip batch can have: the reference rank buffers

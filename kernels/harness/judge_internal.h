@@ -307,6 +307,7 @@ class Judge {
                      std::vector<Reply>* replies);
   void RecordDeviceState(const std::string& versions);
   bool Cuda() const { return o_.backend == "cuda"; }
+  void SecretDelay();
 
   // Declared first: pool_ and checks_ refer to them.
   LaunchOptions o_;

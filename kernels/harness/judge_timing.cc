@@ -314,6 +314,16 @@ bool Judge::DripPair(const Cmd& batch, int j, v1::Phase ph, double overhead_us) 
   // far off on a loaded host: red team round 6 saw it swing 35-90 us while
   // the drip stayed at 63 us).
   int64_t ref_wall = 0;
+  // cuda: the GPU idle around both of the reference's rounds, the first
+  // after a secret delay, as around its timed batches (TimedPair): GPU work
+  // the frozen candidate left queued would run through them and inflate
+  // the hand-off cost measured on the reference (red team round 28
+  // r28_drip_ref_hog).
+  if (Cuda()) {
+    SecretDelay();
+    if (!checks_.ReferenceIdleProbe(ph, fmt::format("before the reference's drip batch {}", j)))
+      return false;
+  }
   if (!pool_.RoundCmd(pool_.refs(), batch, ph, &r, &ref_wall)) return false;
   DripSample s;
   s.ref_free_us = std::max(ref_wall / 1e3 - overhead_us, 0.0) / std::max<uint32_t>(batch.count, 1);
@@ -328,6 +338,9 @@ bool Judge::DripPair(const Cmd& batch, int j, v1::Phase ph, double overhead_us) 
   int64_t self_wall = 0;
   if (!pool_.RoundCmd(pool_.refs(), self, ph, &rr, &self_wall)) return false;
   const double ref_share = ref_wait.Share(self_wall);
+  if (Cuda() &&
+      !checks_.ReferenceIdleProbe(ph, fmt::format("after the reference's drip batch {}", j)))
+    return false;
   Cmd watch = batch;
   watch.op = kOpDripWatch;
   watch.seed = limit_ms;
@@ -371,6 +384,9 @@ bool Judge::DripPair(const Cmd& batch, int j, v1::Phase ph, double overhead_us) 
   Cmd snap = batch;
   snap.op = kOpSnapshot;
   if (!pool_.RoundCmd(pool_.refs(), snap, ph, &r)) return false;
+  // cuda: nothing of the candidate's left running on the GPU, as after its
+  // timed batches.
+  if (Cuda() && !checks_.IdleCheck(ph, fmt::format("drip batch {}", j))) return false;
   if (!CheckBatch(batch, j, ph, true, "drip batch")) return false;
   int64_t deferred = -1;
   int deferred_rank = 0;
@@ -469,6 +485,17 @@ bool Judge::ProgressProbe(const Cmd& batch, v1::Phase ph, bool ref_ran, int64_t 
 // One timed batch on each side, in the order given (ABBA over batches). The
 // candidate's outputs are snapshotted at once after its batch, while it is
 // frozen, and its threads, processes and (cuda) the GPU checked.
+// cuda: a secret delay of up to one reference batch (at least 100 us, at
+// most 4 ms) before an idle probe, so that work queued to start after the
+// last probe cannot aim at the reference's round.
+void Judge::SecretDelay() {
+  const double most_us = std::clamp(last_ref_wall_us_, 100.0, 4000.0);
+  const auto delay_ns = static_cast<int64_t>(1e3 * most_us * (SecretSeed() % 1024) / 1024.0);
+  const timespec ts{static_cast<time_t>(delay_ns / 1'000'000'000),
+                    static_cast<long>(delay_ns % 1'000'000'000)};
+  nanosleep(&ts, nullptr);
+}
+
 bool Judge::TimedPair(const Cmd& batch, int j, bool ref_first, v1::Phase ph, BatchWalls* w,
                       int64_t pause_ns, double span_ns) {
   std::vector<Reply> r;
@@ -489,11 +516,7 @@ bool Judge::TimedPair(const Cmd& batch, int j, bool ref_first, v1::Phase ph, Bat
     // round 8 delayed_hog_copy_engine) has to fit between the two, which it
     // cannot aim at. Before the context switch, which the batch must pay.
     if (Cuda() && ref_turn) {
-      const double most_us = std::clamp(last_ref_wall_us_, 100.0, 4000.0);
-      const auto delay_ns = static_cast<int64_t>(1e3 * most_us * (SecretSeed() % 1024) / 1024.0);
-      const timespec ts{static_cast<time_t>(delay_ns / 1'000'000'000),
-                        static_cast<long>(delay_ns % 1'000'000'000)};
-      nanosleep(&ts, nullptr);
+      SecretDelay();
       if (!checks_.ReferenceIdleProbe(ph, fmt::format("before the reference's timed batch {}", j)))
         return false;
     }

@@ -76,7 +76,8 @@ enum Op : uint32_t {
 
 // Cmd::flags of kOpGen: kGenDrip writes decoys (other generated inputs) into
 // the candidate's inputs of every call of the batch but the first kDripLead,
-// and arms the candidate's drip words (released kDripLead, returned 0).
+// and arms the candidate's drip words (released kDripLead, returned 0; cuda:
+// at the end of the reference's own drip batch instead, kOpDrip).
 inline constexpr uint32_t kGenDrip = 2;
 // How far ahead of the last verified call inputs are released. 1: no call
 // sees another's inputs. 2 was tried (2026-12-05) to take the hand-off off
