@@ -19,6 +19,7 @@
 #   scripts/gpu-session.sh s18a|s18b  session 18's calls for the next session (below)
 #   scripts/gpu-session.sh s19a  session 19: the block-reduced, batched checks (below)
 #   scripts/gpu-session.sh s20a  session 20: the GPU tests no call reached after the moves
+#   scripts/gpu-session.sh s21a  the next session's first call (below)
 #   scripts/gpu-session.sh s20b|s20c|s20d  session 20: the cuda drip batches (below)
 #   scripts/gpu-session.sh c     session 16's leftovers: control_linger_once (the idle
 #                                probe's excuse now named), the whole oracle test (only 65
@@ -299,6 +300,23 @@ if [[ "$PART" == s20d ]]; then
   # the call's stream; the tests they touch.
   t redteam 120 $H $B/kernels/redteam_gpu_test \
     --gtest_filter='*patch_device_sync*:*r15_chunk_k8*:*r15_persistent_mailbox*:*drip_batches_judge*:*control_private_stream*'
+fi
+if [[ "$PART" == s21a ]]; then
+  # Next session, first call: session 20's last cuda changes (the drip
+  # word armed at the end of the reference's own drip, idle probes around
+  # a drip pair's reference rounds, the absolute allowance, the memory
+  # pool's release threshold), then red team round 28 (pending) and the
+  # whole red team, and the drip diagnostics of three honest candidates.
+  C=$B/kernels/candidates
+  for c in ref_cuda_allreduce redteam_cuda_r15_control_kernel_copy \
+           redteam_cuda_r15_control_graph_update; do
+    t "drip_$c" 30 PKFORGE_TIMING_DIAG=1 $H $B/bin/pkforge-worker launch --problem allreduce \
+      --backend cuda --world-size 1 --dtype f32 --size tiny --trials 2 --warmup 1 --iters 6 \
+      --timeout 30 --json $C/$c.so
+    grep -h "^drip [0-9]*:" "/tmp/gpu-logs/logs/drip_$c.log" | cut -c1-220
+  done
+  t r28 120 PKFORGE_REDTEAM_PENDING=1 $H $B/kernels/redteam_gpu_test --gtest_filter='*r28_*'
+  t redteam 330 $H $B/kernels/redteam_gpu_test --gtest_filter='-*r28_*'
 fi
 if [[ "$PART" == 3 ]]; then
   t templates 250 $H $B/agent/kernel_templates_gpu_test
