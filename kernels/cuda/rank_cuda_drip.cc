@@ -96,41 +96,46 @@ void CudaRank::DripCalls(const Cmd& cmd, DripWord* w, char* stage, Reply* rep) {
   for (const Placed& p : in_) out_at += Up256(p.bytes);
   SideBarrierWait(control_, o_.rank, o_.world);
   cudaError_t err = cudaSuccess;
-  RunDripCalls(cmd.count, w, [&](uint32_t k) {
-    const int slot = static_cast<int>(cmd.SlotAt(k));
-    if (k >= kDripLead) {
-      // In place before the call starts, whatever stream it uses (as the
-      // inputs of a timed batch are before the batch).
-      const char* src = stage;
-      for (const Placed& p : in_) {
-        if (err == cudaSuccess)
-          err = cudaMemcpyAsync(At(data_, slot, p), src, p.bytes, cudaMemcpyHostToDevice, stream_);
-        src += Up256(p.bytes);
-      }
-      if (err == cudaSuccess) err = cudaStreamSynchronize(stream_);
-    }
-    if (err != cudaSuccess) return -10;
-    control_->in_run[o_.rank].store(1);
-    nvtxRangePushA(RangeName());
-    int rc = run_(&ctx_, ins[k].data(), static_cast<int32_t>(ins[k].size()), outs[k].data(),
-                  static_cast<int32_t>(outs[k].size()), stream_);
-    nvtxRangePop();
-    if (rc == 0) {
-      err = cudaDeviceSynchronize();
-      // On the call's stream: after its work there even if a candidate
-      // patched the synchronize above.
-      char* dst = stage + out_at;
-      for (const Placed& p : out_) {
-        if (err == cudaSuccess)
-          err = cudaMemcpyAsync(dst, At(data_, slot, p), p.bytes, cudaMemcpyDeviceToHost, stream_);
-        dst += Up256(p.bytes);
-      }
-      if (err == cudaSuccess) err = cudaStreamSynchronize(stream_);
-      if (err != cudaSuccess) rc = -10;
-    }
-    control_->in_run[o_.rank].store(0);
-    return rc;
-  }, rep);
+  RunDripCalls(
+      cmd.count, w,
+      [&](uint32_t k) {
+        const int slot = static_cast<int>(cmd.SlotAt(k));
+        if (k >= kDripLead) {
+          // In place before the call starts, whatever stream it uses (as the
+          // inputs of a timed batch are before the batch).
+          const char* src = stage;
+          for (const Placed& p : in_) {
+            if (err == cudaSuccess)
+              err = cudaMemcpyAsync(At(data_, slot, p), src, p.bytes, cudaMemcpyHostToDevice,
+                                    stream_);
+            src += Up256(p.bytes);
+          }
+          if (err == cudaSuccess) err = cudaStreamSynchronize(stream_);
+        }
+        if (err != cudaSuccess) return -10;
+        control_->in_run[o_.rank].store(1);
+        nvtxRangePushA(RangeName());
+        int rc = run_(&ctx_, ins[k].data(), static_cast<int32_t>(ins[k].size()), outs[k].data(),
+                      static_cast<int32_t>(outs[k].size()), stream_);
+        nvtxRangePop();
+        if (rc == 0) {
+          err = cudaDeviceSynchronize();
+          // On the call's stream: after its work there even if a candidate
+          // patched the synchronize above.
+          char* dst = stage + out_at;
+          for (const Placed& p : out_) {
+            if (err == cudaSuccess)
+              err = cudaMemcpyAsync(dst, At(data_, slot, p), p.bytes, cudaMemcpyDeviceToHost,
+                                    stream_);
+            dst += Up256(p.bytes);
+          }
+          if (err == cudaSuccess) err = cudaStreamSynchronize(stream_);
+          if (err != cudaSuccess) rc = -10;
+        }
+        control_->in_run[o_.rank].store(0);
+        return rc;
+      },
+      rep);
   if (err != cudaSuccess) Failed(rep, err, "a call of a drip batch");
 }
 
@@ -169,8 +174,8 @@ void CudaRank::SelfDrip(const Cmd& cmd, Reply* rep) {
   const uint32_t n = cmd.count;
   if (drip_watcher_ == nullptr || n > drip_cap_) {
     rep->rc = kRcHarness;
-    snprintf(rep->message, sizeof rep->message,
-             "drip batch of %u calls, the reference buffers %u", n, drip_cap_);
+    snprintf(rep->message, sizeof rep->message, "drip batch of %u calls, the reference buffers %u",
+             n, drip_cap_);
     return;
   }
   cudaError_t err = cudaSuccess;

@@ -6,8 +6,8 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <cmath>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -482,9 +482,6 @@ bool Judge::ProgressProbe(const Cmd& batch, v1::Phase ph, bool ref_ran, int64_t 
   return pool_.CandPausedRound(batch, ph, pause_ns, probe, r);
 }
 
-// One timed batch on each side, in the order given (ABBA over batches). The
-// candidate's outputs are snapshotted at once after its batch, while it is
-// frozen, and its threads, processes and (cuda) the GPU checked.
 // cuda: a secret delay of up to one reference batch (at least 100 us, at
 // most 4 ms) before an idle probe, so that work queued to start after the
 // last probe cannot aim at the reference's round.
@@ -496,6 +493,9 @@ void Judge::SecretDelay() {
   nanosleep(&ts, nullptr);
 }
 
+// One timed batch on each side, in the order given (ABBA over batches). The
+// candidate's outputs are snapshotted at once after its batch, while it is
+// frozen, and its threads, processes and (cuda) the GPU checked.
 bool Judge::TimedPair(const Cmd& batch, int j, bool ref_first, v1::Phase ph, BatchWalls* w,
                       int64_t pause_ns, double span_ns) {
   std::vector<Reply> r;
