@@ -19,7 +19,7 @@
 #   scripts/gpu-session.sh s18a|s18b  session 18's calls for the next session (below)
 #   scripts/gpu-session.sh s19a  session 19: the block-reduced, batched checks (below)
 #   scripts/gpu-session.sh s20a  session 20: the GPU tests no call reached after the moves
-#   scripts/gpu-session.sh s21a  the next session's first call (below)
+#   scripts/gpu-session.sh s21a|s21b  the next session's first calls (below)
 #   scripts/gpu-session.sh s20b|s20c|s20d  session 20: the cuda drip batches (below)
 #   scripts/gpu-session.sh c     session 16's leftovers: control_linger_once (the idle
 #                                probe's excuse now named), the whole oracle test (only 65
@@ -317,6 +317,14 @@ if [[ "$PART" == s21a ]]; then
   done
   t r28 120 PKFORGE_REDTEAM_PENDING=1 $H $B/kernels/redteam_gpu_test --gtest_filter='*r28_*'
   t redteam 330 $H $B/kernels/redteam_gpu_test --gtest_filter='-*r28_*'
+fi
+if [[ "$PART" == s21b ]]; then
+  # Next session, second call: the rest of `ctest -L gpu` (the templates'
+  # compiles now run side by side, one output line per chunk), the
+  # executor's GPU tests, the oracle sweep.
+  t templates 200 $H $B/agent/kernel_templates_gpu_test
+  t executor 200 $H $B/executor/executor_gpu_test
+  t oracle 180 $H $B/kernels/kernels_gpu_test --gtest_filter=*CudaReferenceMatchesHostOracle*
 fi
 if [[ "$PART" == 3 ]]; then
   t templates 250 $H $B/agent/kernel_templates_gpu_test
