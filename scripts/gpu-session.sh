@@ -315,8 +315,15 @@ if [[ "$PART" == s21a ]]; then
       --timeout 30 --json $C/$c.so
     grep -h "^drip [0-9]*:" "/tmp/gpu-logs/logs/drip_$c.log" | cut -c1-220
   done
+  # A/B: one synchronize a dripped call (less harness work to skip).
+  for c in redteam_cuda_r15_control_kernel_copy redteam_cuda_r15_chunk_k8; do
+    t "drip1_$c" 30 PKFORGE_DRIP_ONE_SYNC=1 PKFORGE_TIMING_DIAG=1 $H $B/bin/pkforge-worker launch \
+      --problem allreduce --backend cuda --world-size 1 --dtype f32 --size tiny --trials 2 \
+      --warmup 1 --iters 6 --timeout 30 --json $C/$c.so
+    grep -h "^drip [0-9]*:" "/tmp/gpu-logs/logs/drip1_$c.log" | cut -c1-220
+  done
   t r28 120 PKFORGE_REDTEAM_PENDING=1 $H $B/kernels/redteam_gpu_test --gtest_filter='*r28_*'
-  t redteam 330 $H $B/kernels/redteam_gpu_test --gtest_filter='-*r28_*'
+  t redteam 300 $H $B/kernels/redteam_gpu_test --gtest_filter='-*r28_*'
 fi
 if [[ "$PART" == s21b ]]; then
   # Next session, second call: the rest of `ctest -L gpu` (the templates'
