@@ -294,6 +294,9 @@ void CudaRank::Init(Reply* rep) {
   if (Failed(rep, cudaEventCreate(&start_), "event") || Failed(rep, cudaEventCreate(&stop_), "event"))
     return;
   if (Failed(rep, CreateScratch(&scratch_), "scratch")) return;
+  if (Failed(rep, cudaMalloc(&idle_copy_, 64), "idle probe memory") ||
+      Failed(rep, cudaMemset(idle_copy_, 0, 64), "idle probe memory"))
+    return;
   if (Failed(rep, cudaMalloc(&data_, static_cast<size_t>(slot_bytes_) * o_.slots), "cudaMalloc data"))
     return;
   if (!ref_) {
@@ -688,11 +691,19 @@ bool CudaRank::LoadDriver(Reply* rep) {
   return true;
 }
 
-// ns until an empty kernel completes on this GPU: a context of the
-// candidate that still runs work makes it wait for a time slice.
+// ns until an empty kernel and a small device-to-device copy complete on
+// this GPU: a context of the candidate that still runs work makes the kernel
+// wait for a time slice, and one that keeps the copy engines busy makes the
+// copy wait (red team round 15 r15_ce_hog_loop, round 28
+// r28_drip_ref_ce_hog: a never-ending copy loop in a second context was
+// invisible to an empty kernel).
 void CudaRank::Idle(Reply* rep) {
   const int64_t t0 = MonotonicNs();
   if (Failed(rep, LaunchDelay(1, stream_), "idle probe")) return;
+  if (Failed(rep,
+             cudaMemcpyAsync(idle_copy_ + 32, idle_copy_, 32, cudaMemcpyDeviceToDevice, stream_),
+             "idle probe copy"))
+    return;
   if (Failed(rep, cudaStreamSynchronize(stream_), "idle probe")) return;
   rep->value = static_cast<uint64_t>(MonotonicNs() - t0);
 }

@@ -134,6 +134,7 @@ class CudaRank {
     decltype(&cuCtxPopCurrent) ctx_pop = nullptr;
   } drv_;
   void* scratch_mem_ = nullptr;
+  char* idle_copy_ = nullptr;  // 64 bytes: the idle probe's device-to-device copy
   cudaStream_t stream_ = nullptr;
   cudaEvent_t start_ = nullptr, stop_ = nullptr;
   DeviceScratch scratch_;
