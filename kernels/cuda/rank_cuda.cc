@@ -119,6 +119,15 @@ bool TouchBeforeRun() {
 }  // namespace
 
 int CudaRank::Main() {
+  // Every environment setting read now, before any candidate code: a
+  // candidate's setenv in pkf_setup must not choose how the harness runs
+  // its calls (red team round 29: PKFORGE_DRIP_ONE_SYNC).
+  LaunchAheadNs();
+  GenCandByCopy();
+  LateFilter();
+  RefFilter();
+  TouchBeforeRun();
+  DripOneSync();
   auto resolved = ResolveRankProblem(o_);
   if (!resolved.ok()) return Fail(std::string(resolved.status().message()));
   problem_ = resolved->problem;
@@ -217,7 +226,7 @@ int CudaRank::Main() {
         for (uint32_t k = 0; k < cmd.count && rep.rc == 0; ++k)
           Gen(cmd.SlotAt(k), BatchSeed(cmd.seed, k), (cmd.flags & kGenReferenceOnly) == 0,
               /*finish=*/k + 1 == cmd.count, &rep,
-              drip && k >= kDripLead ? BatchSeed(cmd.seed ^ kDripDecoySalt, k) : 0);
+              drip && k >= kDripLead ? DecoySeed(cmd.seed, k) : 0);
         // The candidate's drip word is armed only at the end of the
         // reference's own drip batch (SelfDrip): GPU work the frozen
         // candidate queued behind a wait on it would otherwise run through
@@ -244,7 +253,7 @@ int CudaRank::Main() {
       case kOpSnapCompare: SnapCompare(cmd.slot, &rep); break;
       case kOpPoisonCheck: NotPoison(cmd, &rep); break;
       case kOpProgress: CallsDone(cmd, &rep); break;
-      case kOpIdle: Idle(&rep); break;
+      case kOpIdle: Idle(cmd, &rep); break;
       case kOpSwitch: SwitchContext(&rep); break;
       case kOpPoison: Failed(&rep, PoisonOutputs(CandBase(), cmd.slot), "poison"); break;
       case kOpSync: Failed(&rep, cudaDeviceSynchronize(), "device synchronize"); break;
@@ -295,8 +304,11 @@ void CudaRank::Init(Reply* rep) {
     return;
   if (Failed(rep, CreateScratch(&scratch_), "scratch")) return;
   if (Failed(rep, cudaMalloc(&idle_copy_, 64), "idle probe memory") ||
-      Failed(rep, cudaMemset(idle_copy_, 0, 64), "idle probe memory"))
+      Failed(rep, cudaMemset(idle_copy_, 0, 64), "idle probe memory") ||
+      Failed(rep, cudaMallocHost(&idle_host_, 64), "idle probe memory") ||
+      Failed(rep, cudaEventCreateWithFlags(&idle_done_, cudaEventDisableTiming), "idle probe"))
     return;
+  std::memset(idle_host_, 0, 64);
   if (Failed(rep, cudaMalloc(&data_, static_cast<size_t>(slot_bytes_) * o_.slots), "cudaMalloc data"))
     return;
   if (!ref_) {
@@ -360,6 +372,17 @@ void CudaRank::Init(Reply* rep) {
     if (Failed(rep, cudaLaunchHostFunc(stream_, [](void*) {}, nullptr), "host function") ||
         Failed(rep, cudaStreamSynchronize(stream_), "host function"))
       return;
+  }
+
+  // One whole idle probe now, before any candidate code: whatever the
+  // runtime creates for its copies exists before a candidate could take the
+  // GPU's memory (red team round 29).
+  {
+    Cmd probe{};
+    probe.seed = kIdleWithCopies;
+    Idle(probe, rep);
+    if (rep->rc != 0) return;
+    rep->value = 0;
   }
 
   ctx_.rank = o_.rank;
@@ -691,20 +714,48 @@ bool CudaRank::LoadDriver(Reply* rep) {
   return true;
 }
 
-// ns until an empty kernel and a small device-to-device copy complete on
-// this GPU: a context of the candidate that still runs work makes the kernel
-// wait for a time slice, and one that keeps the copy engines busy makes the
-// copy wait (red team round 15 r15_ce_hog_loop, round 28
-// r28_drip_ref_ce_hog: a never-ending copy loop in a second context was
-// invisible to an empty kernel).
-void CudaRank::Idle(Reply* rep) {
+// ns until an empty kernel completes on this GPU (with kIdleWithCopies:
+// and 32-byte copies device to device, host to device and device to host):
+// a context of the candidate that still runs work makes the kernel wait for
+// a time slice, and one that keeps a copy engine busy makes its copy wait
+// (red team round 15 r15_ce_hog_loop, rounds 28-29: copy loops in a second
+// context were invisible to an empty kernel). The wait is bounded: past
+// kIdleWaitLimitNs the reply says how long it waited (the judge convicts),
+// rather than the probe outliving the reference's round (a harness fault
+// the candidate would have provoked).
+void CudaRank::Idle(const Cmd& cmd, Reply* rep) {
+  constexpr int64_t kIdleWaitLimitNs = 200'000'000;
   const int64_t t0 = MonotonicNs();
   if (Failed(rep, LaunchDelay(1, stream_), "idle probe")) return;
-  if (Failed(rep,
-             cudaMemcpyAsync(idle_copy_ + 32, idle_copy_, 32, cudaMemcpyDeviceToDevice, stream_),
-             "idle probe copy"))
+  if ((cmd.seed & kIdleWithCopies) == 0) {
+    // The round trip the judge subtracts from every timed batch: exactly
+    // as before (a synchronize, no polling granularity added).
+    if (Failed(rep, cudaStreamSynchronize(stream_), "idle probe")) return;
+    rep->value = static_cast<uint64_t>(MonotonicNs() - t0);
     return;
-  if (Failed(rep, cudaStreamSynchronize(stream_), "idle probe")) return;
+  }
+  {
+    if (Failed(rep,
+               cudaMemcpyAsync(idle_copy_ + 32, idle_copy_, 32, cudaMemcpyDeviceToDevice, stream_),
+               "idle probe copy") ||
+        Failed(rep, cudaMemcpyAsync(idle_copy_, idle_host_, 32, cudaMemcpyHostToDevice, stream_),
+               "idle probe copy") ||
+        Failed(rep,
+               cudaMemcpyAsync(idle_host_ + 32, idle_copy_ + 32, 32, cudaMemcpyDeviceToHost,
+                               stream_),
+               "idle probe copy"))
+      return;
+  }
+  if (Failed(rep, cudaEventRecord(idle_done_, stream_), "idle probe")) return;
+  for (;;) {
+    const cudaError_t e = cudaEventQuery(idle_done_);
+    if (e == cudaSuccess) break;
+    if (e != cudaErrorNotReady) {
+      Failed(rep, e, "idle probe");
+      return;
+    }
+    if (MonotonicNs() - t0 > kIdleWaitLimitNs) break;  // spins: no sleep's granularity
+  }
   rep->value = static_cast<uint64_t>(MonotonicNs() - t0);
 }
 

@@ -42,6 +42,9 @@ inline bool Failed(Reply* rep, ncclResult_t e, const char* what) {
   return true;
 }
 
+// PKFORGE_DRIP_ONE_SYNC=1 (rank_cuda_drip.cc), read once.
+bool DripOneSync();
+
 class CudaRank {
  public:
   explicit CudaRank(const RankOptions& o) : o_(o) {}
@@ -71,7 +74,7 @@ class CudaRank {
   bool CreateSwitchContext(Reply* rep);
   void SwitchContext(Reply* rep);
   bool LoadDriver(Reply* rep);
-  void Idle(Reply* rep);
+  void Idle(const Cmd& cmd, Reply* rep);
 
   // Drip batches (rank_cuda_drip.cc; protocol.h kOpDrip, CudaDripCalls).
   bool AllocateDrip(Reply* rep);
@@ -134,7 +137,9 @@ class CudaRank {
     decltype(&cuCtxPopCurrent) ctx_pop = nullptr;
   } drv_;
   void* scratch_mem_ = nullptr;
-  char* idle_copy_ = nullptr;  // 64 bytes: the idle probe's device-to-device copy
+  char* idle_copy_ = nullptr;  // 64 bytes of device memory: the idle probe's copies
+  char* idle_host_ = nullptr;  // 64 bytes of pinned host memory: the same
+  cudaEvent_t idle_done_ = nullptr;
   cudaStream_t stream_ = nullptr;
   cudaEvent_t start_ = nullptr, stop_ = nullptr;
   DeviceScratch scratch_;

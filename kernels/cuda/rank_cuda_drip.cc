@@ -44,12 +44,15 @@ namespace pkforge::kernels::cuda {
 namespace {
 int64_t Up256(int64_t v) { return (v + 255) / 256 * 256; }
 
-// PKFORGE_DRIP_ONE_SYNC=1: a dripped call's staged copies are not waited
-// for on their own; the call's inputs are copied on its stream, its outputs
-// after its work on its stream, and one device-wide synchronize covers all
-// (an A/B measurement: a calls' side with less harness work leaves a
-// candidate less of it to skip, red team round 28 r28_drip_agent; the same
-// environment reaches every rank).
+}  // namespace
+
+// PKFORGE_DRIP_ONE_SYNC=1: a dripped call's outputs are copied out on its
+// stream after its work, and one device-wide synchronize covers both (two
+// waits a call instead of three; the staged inputs' copy is still waited for
+// before the call, whatever stream it uses). An A/B measurement: a calls'
+// side with less harness work leaves a candidate less of it to skip (red
+// team round 28 r28_drip_agent). Read in CudaRank::Main, before any
+// candidate code (round 29); the same environment reaches every rank.
 bool DripOneSync() {
   static const bool on = [] {
     const char* v = std::getenv("PKFORGE_DRIP_ONE_SYNC");
@@ -57,7 +60,6 @@ bool DripOneSync() {
   }();
   return on;
 }
-}  // namespace
 
 // In set-up, before any candidate code runs: this rank's staging memory
 // pinned (both sides alike: their copies must cost the same), and for a
@@ -126,7 +128,7 @@ void CudaRank::DripCalls(const Cmd& cmd, DripWord* w, char* stage, Reply* rep) {
                                     stream_);
             src += Up256(p.bytes);
           }
-          if (err == cudaSuccess && !DripOneSync()) err = cudaStreamSynchronize(stream_);
+          if (err == cudaSuccess) err = cudaStreamSynchronize(stream_);
         }
         if (err != cudaSuccess) return -10;
         control_->in_run[o_.rank].store(1);
@@ -212,7 +214,9 @@ void CudaRank::SelfDrip(const Cmd& cmd, Reply* rep) {
       note(cudaMemcpy(st, At(data_, slot, p), p.bytes, cudaMemcpyDeviceToHost));
       st += p.bytes;
     }
-    note(DecoyInputs(data_, slot, BatchSeed(cmd.seed ^ kDripDecoySalt, k), stream_));
+    // The reference's own decoys (its own memory) from the time limit the
+    // command carries: any value other than the call's inputs will do.
+    note(DecoyInputs(data_, slot, DecoySeed(cmd.seed, k), stream_));
   }
   for (uint32_t k = 0; k < n && err == cudaSuccess; ++k)
     note(PoisonOutputs(data_, static_cast<int>(cmd.SlotAt(k))));

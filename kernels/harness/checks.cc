@@ -96,7 +96,7 @@ bool AntiCheat::ProcessCheck(const std::string& when) {
 // judge's clock stopped) makes a trusted empty kernel wait for a time slice.
 bool AntiCheat::IdleRound(v1::Phase phase, int64_t* worst) {
   std::vector<Reply> r;
-  if (!pool_->Round(pool_->refs(), kOpIdle, 0, 0, phase, &r)) return false;
+  if (!pool_->Round(pool_->refs(), kOpIdle, 0, kIdleWithCopies, phase, &r)) return false;
   *worst = 0;
   for (const Reply& x : r) *worst = std::max<int64_t>(*worst, static_cast<int64_t>(x.value));
   return true;

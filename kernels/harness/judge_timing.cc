@@ -384,9 +384,13 @@ bool Judge::DripPair(const Cmd& batch, int j, v1::Phase ph, double overhead_us) 
   Cmd snap = batch;
   snap.op = kOpSnapshot;
   if (!pool_.RoundCmd(pool_.refs(), snap, ph, &r)) return false;
-  // cuda: nothing of the candidate's left running on the GPU, as after its
-  // timed batches.
-  if (Cuda() && !checks_.IdleCheck(ph, fmt::format("drip batch {}", j))) return false;
+  // cuda: no thread, process or GPU work of the candidate's left running,
+  // as after its timed batches.
+  if (Cuda()) {
+    const std::string when = fmt::format("drip batch {}", j);
+    if (!checks_.ThreadCheck(when) || !checks_.ProcessCheck(when) || !checks_.IdleCheck(ph, when))
+      return false;
+  }
   if (!CheckBatch(batch, j, ph, true, "drip batch")) return false;
   int64_t deferred = -1;
   int deferred_rank = 0;

@@ -39,6 +39,8 @@ enum Op : uint32_t {
   kOpPoisonCheck = 12,  // ref: value = output elements of the batch's candidate slots that are
                         //      not poison (must be 0 before the candidate runs)
   kOpIdle = 13,     // ref (cuda): value = ns for an empty kernel to complete on this GPU
+                    //       (seed & kIdleWithCopies: and 32-byte copies device to device,
+                    //       host to device, device to host; waited for 200 ms at most)
   kOpSwitch = 15,   // ref (cuda): run an empty kernel in a second, idle GPU context of this
                     //       rank, so the next timed batch of either side starts with a
                     //       context switch alike (host: no-op)
@@ -88,8 +90,10 @@ inline constexpr uint32_t kGenDrip = 2;
 // reference at 52 against 63), lets two calls be fused, and makes the
 // candidate wait runnable behind its watcher (counted as starvation).
 inline constexpr uint32_t kDripLead = 1;
-// The decoys' seed (never the call's own).
-inline constexpr uint64_t kDripDecoySalt = 0x6a09e667f3bcc909ull;
+// kOpIdle's seed: the probe also times copies on every copy engine (the
+// judge's idle checks; the round-trip measurement times the kernel alone, as
+// timed batches pay no copy).
+inline constexpr uint64_t kIdleWithCopies = 1;
 // returned == kDripAbort: the calls stopped (a call failed); released ==
 // kDripAbort: the watcher gave up.
 inline constexpr uint32_t kDripAbort = 0xffffffffu;
@@ -184,6 +188,11 @@ inline bool BadSlots(const Cmd& cmd, int slots) {
 inline constexpr uint64_t kBatchSeedKey = 0x243f6a8885a308d3ull;
 inline uint64_t BatchSeed(uint64_t seed, uint32_t k) {
   return SipHash24(seed, kBatchSeedKey, static_cast<uint64_t>(k));
+}
+// The seed of call k's decoys in a drip batch (never the call's own): the
+// same key, another message (no related key: red team round 29).
+inline uint64_t DecoySeed(uint64_t seed, uint32_t k) {
+  return SipHash24(seed, kBatchSeedKey, static_cast<uint64_t>(k) | (uint64_t{1} << 32));
 }
 
 inline constexpr int kMaxOutputs = 4;

@@ -312,7 +312,7 @@ class Rank {
     for (uint32_t k = kDripLead; k < cmd.count; ++k)
       for (size_t i = 0; i < ins.size(); ++i) {
         const Placed& p = ins[i];
-        const uint64_t key = StreamKey(BatchSeed(cmd.seed ^ kDripDecoySalt, k),
+        const uint64_t key = StreamKey(DecoySeed(cmd.seed, k),
                                        p.desc.replicated ? kReplicatedRank : o_.rank,
                                        static_cast<uint32_t>(i));
         FillInput(base + layout_.SlotBase(static_cast<int>(cmd.SlotAt(k))) + p.offset, p, key);
