@@ -305,10 +305,22 @@ void CudaRank::Init(Reply* rep) {
   if (Failed(rep, CreateScratch(&scratch_), "scratch")) return;
   if (Failed(rep, cudaMalloc(&idle_copy_, 64), "idle probe memory") ||
       Failed(rep, cudaMemset(idle_copy_, 0, 64), "idle probe memory") ||
-      Failed(rep, cudaMallocHost(&idle_host_, 64), "idle probe memory") ||
       Failed(rep, cudaEventCreateWithFlags(&idle_done_, cudaEventDisableTiming), "idle probe"))
     return;
-  std::memset(idle_host_, 0, 64);
+  // Pinned if the driver gives it (not yet run under the candidate's
+  // filter on a GPU), else ordinary memory: the probe's copies still go
+  // through the copy engines, staged by the driver.
+  {
+    static char pageable[64];
+    void* pinned = nullptr;
+    if (cudaMallocHost(&pinned, 64) == cudaSuccess) {
+      idle_host_ = static_cast<char*>(pinned);
+    } else {
+      cudaGetLastError();
+      idle_host_ = pageable;
+    }
+    std::memset(idle_host_, 0, 64);
+  }
   if (Failed(rep, cudaMalloc(&data_, static_cast<size_t>(slot_bytes_) * o_.slots), "cudaMalloc data"))
     return;
   if (!ref_) {
