@@ -374,19 +374,20 @@ absl::StatusOr<std::vector<LlmCallRecord>> SqliteTrajectoryStore::ListLlmCalls(
 
 absl::StatusOr<std::vector<EvaluationRecord>> SqliteTrajectoryStore::ListEvaluations(
     std::string_view job_id) {
-  return ListForJob<EvaluationRecord>(
-      "ListEvaluations", job_id,
-      fmt::format("SELECT {} FROM evaluations WHERE job_id = ?1 ORDER BY elapsed_ms, rowid",
-                  kEvaluationColumns),
-      [](Statement& st) { return ReadEvaluationRow(st); });
+  return SelectEvaluations("ListEvaluations", kEvaluationColumns, job_id);
 }
 
 absl::StatusOr<std::vector<EvaluationRecord>> SqliteTrajectoryStore::ListEvaluationPoints(
     std::string_view job_id) {
+  return SelectEvaluations("ListEvaluationPoints", kEvaluationPointColumns, job_id);
+}
+
+absl::StatusOr<std::vector<EvaluationRecord>> SqliteTrajectoryStore::SelectEvaluations(
+    const char* what, const char* columns, std::string_view job_id) {
   return ListForJob<EvaluationRecord>(
-      "ListEvaluationPoints", job_id,
+      what, job_id,
       fmt::format("SELECT {} FROM evaluations WHERE job_id = ?1 ORDER BY elapsed_ms, rowid",
-                  kEvaluationPointColumns),
+                  columns),
       [](Statement& st) { return ReadEvaluationRow(st); });
 }
 

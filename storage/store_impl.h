@@ -250,6 +250,10 @@ class SqliteTrajectoryStore final : public TrajectoryStore {
   // ListJobs and ListJobSummaries: the filter's SELECT of `columns`.
   absl::StatusOr<std::vector<JobRecord>> SelectJobs(std::string_view what, const char* columns,
                                                     const JobFilter& filter);
+  // ListEvaluations and ListEvaluationPoints: one job's rows of `columns`.
+  absl::StatusOr<std::vector<EvaluationRecord>> SelectEvaluations(const char* what,
+                                                                  const char* columns,
+                                                                  std::string_view job_id);
   using WriteFn = absl::FunctionRef<absl::Status(BatchTxn&)>;
 
   // How a write changes the database, which decides how it is undone alone

@@ -77,13 +77,12 @@ class CudaRank {
   void Idle(const Cmd& cmd, Reply* rep);
 
   // Drip batches (rank_cuda_drip.cc; protocol.h kOpDrip, CudaDripCalls).
-  bool AllocateDrip(Reply* rep);
+  void AllocateDrip();
   DripWord* CandDripWord() const;
   // Rank o_.rank's staging memory in a side's mailbox: inputs, then outputs.
   char* Stage(char* mailbox) const {
     return mailbox + kCudaMailboxStageOffset + static_cast<int64_t>(o_.rank) * stage_bytes_;
   }
-  void ArmCandidateDrip();
   cudaError_t DecoyInputs(char* base, int slot, uint64_t seed, cudaStream_t stream);
   void DripCalls(const Cmd& cmd, DripWord* w, char* stage, Reply* rep);
   bool StagedOutputsMatch(const char* stage, uint32_t k) const;

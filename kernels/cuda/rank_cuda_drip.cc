@@ -64,27 +64,23 @@ bool DripOneSync() {
 // In set-up, before any candidate code runs: this rank's staging memory
 // pinned (both sides alike: their copies must cost the same), and for a
 // reference rank the host buffers and its own watcher thread.
-bool CudaRank::AllocateDrip(Reply* rep) {
-  if (drip_cap_ == 0 || stage_bytes_ == 0) return true;
+void CudaRank::AllocateDrip() {
+  if (drip_cap_ == 0 || stage_bytes_ == 0) return;
   // Pinned or not, the same on both sides (the same call on the same kind
   // of memory); unpinned copies only cost more on both.
   if (cudaHostRegister(Stage(mailbox_), static_cast<size_t>(stage_bytes_),
                        cudaHostRegisterDefault) != cudaSuccess)
     cudaGetLastError();
-  if (!ref_) return true;
+  if (!ref_) return;
   drip_golden_.assign(static_cast<size_t>(out_bytes_) * drip_cap_, 0);
   drip_stash_.assign(static_cast<size_t>(in_bytes_) * drip_cap_, 0);
   drip_watcher_ = std::make_unique<ParkedThread>();
-  (void)rep;
-  return true;
 }
 
 DripWord* CudaRank::CandDripWord() const {
   char* mailbox = ref_ ? peer_mailbox_ : mailbox_;
   return reinterpret_cast<DripWord*>(mailbox + kCudaMailboxDripOffset + o_.rank * kDripWordBytes);
 }
-
-void CudaRank::ArmCandidateDrip() { ArmDrip(CandDripWord()); }
 
 cudaError_t CudaRank::DecoyInputs(char* base, int slot, uint64_t seed, cudaStream_t stream) {
   for (size_t i = 0; i < in_.size(); ++i) {
@@ -240,7 +236,7 @@ void CudaRank::SelfDrip(const Cmd& cmd, Reply* rep) {
   // Now, not when the inputs were generated: nothing the candidate queued
   // behind its drip word can start before both of this rank's rounds are
   // over (red team round 28 r28_drip_ref_hog).
-  if (rep->rc == 0) ArmCandidateDrip();
+  if (rep->rc == 0) ArmDrip(CandDripWord());
 }
 
 // The candidate's drip batch, watched on this thread: at each return its

@@ -77,6 +77,11 @@ class AntiCheat {
   bool ThreadCheck(const std::string& when);
   bool ProcessCheck(const std::string& when);
   bool IdleCheck(v1::Phase phase, const std::string& when);
+  // The three above, in that order, after a candidate's round (a timed or
+  // drip batch): no thread, process or GPU work of the candidate's left.
+  bool NothingLeftRunning(v1::Phase phase, const std::string& when) {
+    return ThreadCheck(when) && ProcessCheck(when) && IdleCheck(phase, when);
+  }
   // cuda: the same empty kernel right before (after a secret delay) and
   // right after a reference timed batch; one that waits beyond the single
   // probe limit is CHEAT_DETECTED outlived_call at once, the rest are judged

@@ -7,7 +7,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -386,11 +385,7 @@ bool Judge::DripPair(const Cmd& batch, int j, v1::Phase ph, double overhead_us) 
   if (!pool_.RoundCmd(pool_.refs(), snap, ph, &r)) return false;
   // cuda: no thread, process or GPU work of the candidate's left running,
   // as after its timed batches.
-  if (Cuda()) {
-    const std::string when = fmt::format("drip batch {}", j);
-    if (!checks_.ThreadCheck(when) || !checks_.ProcessCheck(when) || !checks_.IdleCheck(ph, when))
-      return false;
-  }
+  if (Cuda() && !checks_.NothingLeftRunning(ph, fmt::format("drip batch {}", j))) return false;
   if (!CheckBatch(batch, j, ph, true, "drip batch")) return false;
   int64_t deferred = -1;
   int deferred_rank = 0;
@@ -580,9 +575,7 @@ bool Judge::TimedPair(const Cmd& batch, int j, bool ref_first, v1::Phase ph, Bat
       snap.op = kOpSnapshot;
       std::vector<Reply> sr;
       if (!pool_.RoundCmd(pool_.refs(), snap, ph, &sr)) return false;
-      const std::string when = fmt::format("timed batch {}", j);
-      if (!checks_.ThreadCheck(when) || !checks_.ProcessCheck(when) || !checks_.IdleCheck(ph, when))
-        return false;
+      if (!checks_.NothingLeftRunning(ph, fmt::format("timed batch {}", j))) return false;
     }
   }
   // A probe that read "starved" counts as such only when the reference's

@@ -113,10 +113,10 @@ inline constexpr int64_t kDripWordBytes = 64;
 // The reference ranks size their drip buffers with it in their setup, before
 // any candidate code runs.
 inline constexpr uint32_t kDripCalls = 32;
-// cuda: the calls of a drip batch the reference rank buffers (device copies
-// of each call's outputs at its return and, for its own drip batch, of its
-// inputs; 256 MiB at most, allocated in its setup before any candidate code
-// runs). 0: no cuda drip batches for this problem and size (a batch of
+// cuda: the calls of a drip batch the reference rank buffers (host copies
+// of each call's expected outputs and of its inputs, for both watchers;
+// 256 MiB at most, allocated in its setup before any candidate code runs;
+// and no more than the snapshots the judge's check after the batch uses). 0: no cuda drip batches for this problem and size (a batch of
 // fewer calls would be inconclusive: drip_check.h kMinDripCalls = 9; long
 // calls gain nothing from amortization anyway). Judge and ranks compute it
 // alike, from one rank's input and output bytes.
