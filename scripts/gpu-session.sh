@@ -315,12 +315,18 @@ if [[ "$PART" == s21a ]]; then
       --timeout 30 --json $C/$c.so
     grep -h "^drip [0-9]*:" "/tmp/gpu-logs/logs/drip_$c.log" | cut -c1-220
   done
-  # A/B: one synchronize a dripped call (less harness work to skip).
-  for c in redteam_cuda_r15_control_kernel_copy redteam_cuda_r15_chunk_k8; do
-    t "drip1_$c" 30 PKFORGE_DRIP_ONE_SYNC=1 PKFORGE_TIMING_DIAG=1 $H $B/bin/pkforge-worker launch \
-      --problem allreduce --backend cuda --world-size 1 --dtype f32 --size tiny --trials 2 \
-      --warmup 1 --iters 6 --timeout 30 --json $C/$c.so
-    grep -h "^drip [0-9]*:" "/tmp/gpu-logs/logs/drip1_$c.log" | cut -c1-220
+  # A/B: fewer waits a dripped call (less harness work to skip): mode 1
+  # two, mode 2 one; and the hand-off taker r28_drip_agent in each mode.
+  for m in 0 1 2; do
+    for c in ref_cuda_allreduce redteam_cuda_r15_control_kernel_copy redteam_cuda_r15_chunk_k8 \
+             redteam_cuda_r28_drip_agent; do
+      [[ $m == 0 && $c != redteam_cuda_r28_drip_agent ]] && continue
+      t "drip${m}_$c" 30 PKFORGE_DRIP_ONE_SYNC=$m PKFORGE_TIMING_DIAG=1 $H $B/bin/pkforge-worker \
+        launch --problem allreduce --backend cuda --world-size 1 --dtype f32 --size tiny \
+        --trials 2 --warmup 1 --iters 6 --timeout 30 --json $C/$c.so
+      grep -h "^drip [0-9]*:" "/tmp/gpu-logs/logs/drip${m}_$c.log" | cut -c1-220
+      grep -ho '"status": *"[A-Z_]*"\|"speedup": *[0-9.]*' "/tmp/gpu-logs/logs/drip${m}_$c.log" | head -3
+    done
   done
   t r28 120 PKFORGE_REDTEAM_PENDING=1 $H $B/kernels/redteam_gpu_test --gtest_filter='*r28_*'
   t redteam 300 $H $B/kernels/redteam_gpu_test --gtest_filter='-*r28_*'

@@ -42,8 +42,8 @@ inline bool Failed(Reply* rep, ncclResult_t e, const char* what) {
   return true;
 }
 
-// PKFORGE_DRIP_ONE_SYNC=1 (rank_cuda_drip.cc), read once.
-bool DripOneSync();
+// PKFORGE_DRIP_ONE_SYNC=1 or 2 (rank_cuda_drip.cc), read once: 0, 1 or 2.
+int DripOneSync();
 
 class CudaRank {
  public:

@@ -49,16 +49,21 @@ int64_t Up256(int64_t v) { return (v + 255) / 256 * 256; }
 // PKFORGE_DRIP_ONE_SYNC=1: a dripped call's outputs are copied out on its
 // stream after its work, and one device-wide synchronize covers both (two
 // waits a call instead of three; the staged inputs' copy is still waited for
-// before the call, whatever stream it uses). An A/B measurement: a calls'
-// side with less harness work leaves a candidate less of it to skip (red
-// team round 28 r28_drip_agent). Read in CudaRank::Main, before any
-// candidate code (round 29); the same environment reaches every rank.
-bool DripOneSync() {
-  static const bool on = [] {
+// before the call, whatever stream it uses). =2: the staged inputs' copy is
+// not waited for either, only ordered before the call's work on its stream
+// (the ABI: a candidate orders any other stream after `stream`): one wait a
+// call. An A/B measurement: a calls' side with less harness work leaves a
+// candidate less of it to skip (red team round 28 r28_drip_agent). Read in
+// CudaRank::Main, before any candidate code (round 29); the same environment
+// reaches every rank.
+int DripOneSync() {
+  static const int mode = [] {
     const char* v = std::getenv("PKFORGE_DRIP_ONE_SYNC");
-    return v != nullptr && std::string_view(v) == "1";
+    if (v == nullptr) return 0;
+    const std::string_view s(v);
+    return s == "1" ? 1 : s == "2" ? 2 : 0;
   }();
-  return on;
+  return mode;
 }
 
 // In set-up, before any candidate code runs: this rank's staging memory
@@ -124,7 +129,7 @@ void CudaRank::DripCalls(const Cmd& cmd, DripWord* w, char* stage, Reply* rep) {
                                     stream_);
             src += Up256(p.bytes);
           }
-          if (err == cudaSuccess) err = cudaStreamSynchronize(stream_);
+          if (err == cudaSuccess && DripOneSync() < 2) err = cudaStreamSynchronize(stream_);
         }
         if (err != cudaSuccess) return -10;
         control_->in_run[o_.rank].store(1);
@@ -133,7 +138,7 @@ void CudaRank::DripCalls(const Cmd& cmd, DripWord* w, char* stage, Reply* rep) {
                       static_cast<int32_t>(outs[k].size()), stream_);
         nvtxRangePop();
         if (rc == 0) {
-          if (!DripOneSync()) err = cudaDeviceSynchronize();
+          if (DripOneSync() == 0) err = cudaDeviceSynchronize();
           // On the call's stream: after its work there even if a candidate
           // patched the synchronize above.
           char* dst = stage + out_at;
@@ -144,7 +149,7 @@ void CudaRank::DripCalls(const Cmd& cmd, DripWord* w, char* stage, Reply* rep) {
             dst += Up256(p.bytes);
           }
           if (err == cudaSuccess)
-            err = DripOneSync() ? cudaDeviceSynchronize() : cudaStreamSynchronize(stream_);
+            err = DripOneSync() > 0 ? cudaDeviceSynchronize() : cudaStreamSynchronize(stream_);
           if (err != cudaSuccess) rc = -10;
         }
         control_->in_run[o_.rank].store(0);

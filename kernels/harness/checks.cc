@@ -520,14 +520,17 @@ void AntiCheat::BatchDrip(const TimingSamples& s) {
                    d + " (slow, but the candidate is no faster than the reference: flagged)");
   } else if (v.cheat) {
     out_->Cheat("batch_drip",
-                d + ": a call alone costs over twice what it did when later calls' inputs were "
-                    "visible (work done for several calls together)");
+                d + (v.slow >= v.short_calls
+                         ? ": a call alone costs over twice what it did when later calls' inputs "
+                           "were visible (work done for several calls together)"
+                         : ": dripped calls returned sooner than the harness's hand-off allows "
+                           "(the hand-off in the candidate's process was skipped)"));
   } else if (v.conclusive == 0) {
     NotJudged(out_, "batch_drip", "drip batch", d, AnyStarved(s.drip) ? kStarvedWhy : "");
   } else if (v.flag) {
     out_->AddCheck("batch_drip", false, true,
-                   d + fmt::format(" ({} of {} conclusive drip batches slow: flagged)", v.slow,
-                                   v.conclusive));
+                   d + fmt::format(" ({} of {} conclusive drip batches slow or short: flagged)",
+                                   v.slow + v.short_calls, v.conclusive));
   } else {
     out_->AddCheck("batch_drip", true, false, d);
   }

@@ -47,7 +47,16 @@ DripFinding ClassifyDrip(const DripSample& s, double ref_free_us, double cand_fr
   const double limit =
       s.cuda ? kCudaNoiseUs + kCudaHandoffShare * handoff + kCudaRefFreeShare * ref_free_us
              : std::max(cand_free_us, kHandoffShare * handoff + kNoiseUs);
-  return excess > limit ? DripFinding::kSlow : DripFinding::kConsistent;
+  if (excess > limit) return DripFinding::kSlow;
+  // cuda: the calls' side of the hand-off runs in the candidate's process;
+  // a dripped call that costs less than the reference's hand-off allows
+  // skipped the harness's part of it (red team round 28 r28_drip_agent: the
+  // candidate's first call does the rest of the batch's hand-offs itself,
+  // no staging copies, ~10 us a call less, which hides a launch amortizer's
+  // excess). Honest candidates on the H100 read -0.4..+0.6 us. Not on the
+  // host backend: its hand-offs on 2 shared CPUs are not that steady.
+  if (s.cuda && excess < -limit) return DripFinding::kShort;
+  return DripFinding::kConsistent;
 }
 
 DripVerdict JudgeDrip(const std::vector<DripSample>& samples, double ref_free_us,
@@ -56,17 +65,20 @@ DripVerdict JudgeDrip(const std::vector<DripSample>& samples, double ref_free_us
   for (const DripSample& s : samples) {
     const DripFinding f = ClassifyDrip(s, ref_free_us, cand_free_us);
     v.slow += f == DripFinding::kSlow;
+    v.short_calls += f == DripFinding::kShort;
     v.conclusive += f != DripFinding::kInconclusive;
     if (!v.detail.empty()) v.detail += "; ";
     v.detail += fmt::format("candidate {:.2f} us per call, reference {:.2f} us (free {:.2f}) ({})",
                             s.cand_service_us, s.ref_service_us,
                             s.ref_free_us > 0 ? s.ref_free_us : ref_free_us,
                             f == DripFinding::kSlow           ? "slow"
+                            : f == DripFinding::kShort        ? "shorter than its hand-off"
                             : f == DripFinding::kInconclusive ? "inconclusive"
                                                               : "consistent");
   }
-  v.cheat = v.slow >= 2 && 4 * v.slow >= 3 * v.conclusive;
-  v.flag = v.slow >= 1 && !v.cheat;
+  const int odd = v.slow + v.short_calls;
+  v.cheat = odd >= 2 && 4 * odd >= 3 * v.conclusive;
+  v.flag = odd >= 1 && !v.cheat;
   return v;
 }
 

@@ -23,7 +23,9 @@
 // judged with a tighter, absolute allowance (drip_check.cc: 1 us + 2% of
 // the hand-off + 5% of the reference's free time, from H100 measurements;
 // no "twice the candidate's free time" term, which a padded amortizer
-// chooses).
+// chooses), in both directions: a dripped call cheaper than its hand-off by
+// more than the allowance is kShort (the harness's half of the hand-off runs
+// in the candidate's process and was skipped).
 //
 // Known limit (docs/threat-model.md): a gain below 2x from amortization is
 // not distinguished from hand-off noise (on a 2-core host: calls of a few
@@ -52,7 +54,10 @@ struct DripSample {
 // between batches): inconclusive.
 inline constexpr int kMinDripCalls = 9;
 
-enum class DripFinding { kConsistent, kSlow, kInconclusive };
+// kShort (cuda only): the candidate's dripped calls cost less than the
+// hand-off the reference's calls pay, beyond the same allowance below: the
+// harness's part of the hand-off (in the candidate's process) was skipped.
+enum class DripFinding { kConsistent, kSlow, kShort, kInconclusive };
 
 // One drip batch against the free-running per-call times (the candidate's:
 // its timed batches' median; the reference's: the smaller of its batch just
@@ -65,9 +70,10 @@ enum class DripFinding { kConsistent, kSlow, kInconclusive };
 DripFinding ClassifyDrip(const DripSample& s, double ref_free_us, double cand_free_us);
 
 struct DripVerdict {
-  bool cheat = false;  // at least two slow, and 3/4 of the conclusive ones
-  bool flag = false;   // one slow
+  bool cheat = false;  // at least two slow or short, and 3/4 of the conclusive ones
+  bool flag = false;   // one slow or short
   int slow = 0;
+  int short_calls = 0;  // kShort
   int conclusive = 0;
   std::string detail;
 };

@@ -67,6 +67,31 @@ TEST(DripCheck, CudaHandOffsAreJudgedWithATighterAllowance) {
   EXPECT_EQ(ClassifyDrip(Cuda(21.64, 21.61), 3.62, 1.8), DripFinding::kSlow);
 }
 
+// Red team round 28 r28_drip_agent: the candidate's first dripped call does
+// the rest of the batch's hand-offs itself (no staging copies, one
+// synchronize), ~10 us a call less than the harness's hand-off, so that a
+// launch amortizer's excess (+2..8 us) reads negative. The same allowance
+// bounds the excess from below; honest candidates (the H100 numbers above:
+// -0.4..+0.6 us) stay consistent. Not on the host backend.
+TEST(DripCheck, CudaDripCallsCannotCostLessThanTheirHandOff) {
+  EXPECT_EQ(ClassifyDrip(Cuda(22.04, 11.9), 3.56, 1.33), DripFinding::kShort);
+  EXPECT_EQ(ClassifyDrip(Cuda(21.64, 14.0), 3.62, 3.03), DripFinding::kShort);
+  EXPECT_EQ(ClassifyDrip(Cuda(22.01, 20.23), 3.75, 2.34), DripFinding::kConsistent);
+  EXPECT_EQ(ClassifyDrip(Cuda(21.64, 20.9), 3.62, 3.62), DripFinding::kConsistent);
+  EXPECT_EQ(ClassifyDrip(S(22.04, 11.9, false), 3.56, 1.33), DripFinding::kConsistent);
+  // Two short batches of three convict, as two slow ones do; one flags.
+  const DripVerdict agent =
+      JudgeDrip({Cuda(22.04, 11.9), Cuda(21.9, 12.3), Cuda(22.1, 12.0)}, 3.56, 1.33);
+  EXPECT_TRUE(agent.cheat);
+  EXPECT_EQ(agent.short_calls, 3);
+  EXPECT_EQ(agent.slow, 0);
+  EXPECT_NE(agent.detail.find("(shorter than its hand-off)"), std::string::npos) << agent.detail;
+  const DripVerdict once =
+      JudgeDrip({Cuda(22.04, 11.9), Cuda(21.9, 21.3), Cuda(22.1, 21.8)}, 3.56, 3.5);
+  EXPECT_FALSE(once.cheat);
+  EXPECT_TRUE(once.flag);
+}
+
 // How many calls a cuda drip batch can have: the reference rank buffers
 // each call's outputs and inputs (256 MiB at most, its snapshots' bound
 // too); fewer than kMinDripCalls: none.
