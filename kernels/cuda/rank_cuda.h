@@ -84,7 +84,8 @@ class CudaRank {
     return mailbox + kCudaMailboxStageOffset + static_cast<int64_t>(o_.rank) * stage_bytes_;
   }
   cudaError_t DecoyInputs(char* base, int slot, uint64_t seed, cudaStream_t stream);
-  void DripCalls(const Cmd& cmd, DripWord* w, char* stage, Reply* rep);
+  void DripCalls(const Cmd& cmd, DripWord* w, char* stage, Reply* rep,
+                 std::vector<int64_t>* call_ns = nullptr);
   bool StagedOutputsMatch(const char* stage, uint32_t k) const;
   void StageInputs(char* stage, uint32_t k) const;
   void SelfDrip(const Cmd& cmd, Reply* rep);

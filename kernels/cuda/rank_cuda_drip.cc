@@ -103,7 +103,11 @@ cudaError_t CudaRank::DecoyInputs(char* base, int slot, uint64_t seed, cudaStrea
 // call k >= kDripLead its staged inputs copied into its slot, the call, a
 // device-wide synchronize (work left on any stream is part of the call),
 // its outputs copied to the staging memory; then the return is marked.
-void CudaRank::DripCalls(const Cmd& cmd, DripWord* w, char* stage, Reply* rep) {
+// call_ns (the reference's own drip batch): each call's time from its start
+// until its work was done (with the outputs' copy where one synchronize
+// waits for both), the part of the hand-off that is the call's own.
+void CudaRank::DripCalls(const Cmd& cmd, DripWord* w, char* stage, Reply* rep,
+                         std::vector<int64_t>* call_ns) {
   if (stage_bytes_ == 0) {
     rep->rc = kRcHarness;
     snprintf(rep->message, sizeof rep->message, "drip batch without staging memory");
@@ -133,12 +137,14 @@ void CudaRank::DripCalls(const Cmd& cmd, DripWord* w, char* stage, Reply* rep) {
         }
         if (err != cudaSuccess) return -10;
         control_->in_run[o_.rank].store(1);
+        const int64_t t_call = MonotonicNs();
         nvtxRangePushA(RangeName());
         int rc = run_(&ctx_, ins[k].data(), static_cast<int32_t>(ins[k].size()), outs[k].data(),
                       static_cast<int32_t>(outs[k].size()), stream_);
         nvtxRangePop();
         if (rc == 0) {
           if (DripOneSync() == 0) err = cudaDeviceSynchronize();
+          if (call_ns != nullptr && DripOneSync() == 0) call_ns->push_back(MonotonicNs() - t_call);
           // On the call's stream: after its work there even if a candidate
           // patched the synchronize above.
           char* dst = stage + out_at;
@@ -150,6 +156,7 @@ void CudaRank::DripCalls(const Cmd& cmd, DripWord* w, char* stage, Reply* rep) {
           }
           if (err == cudaSuccess)
             err = DripOneSync() > 0 ? cudaDeviceSynchronize() : cudaStreamSynchronize(stream_);
+          if (call_ns != nullptr && DripOneSync() > 0) call_ns->push_back(MonotonicNs() - t_call);
           if (err != cudaSuccess) rc = -10;
         }
         control_->in_run[o_.rank].store(0);
@@ -228,6 +235,8 @@ void CudaRank::SelfDrip(const Cmd& cmd, Reply* rep) {
   }
   drip_for_ = cmd;
   char* stage = Stage(mailbox_);
+  std::vector<int64_t> call_ns;
+  call_ns.reserve(n);
   ArmDrip(&self_drip_);
   RunSelfDrip(
       drip_watcher_.get(),
@@ -237,7 +246,14 @@ void CudaRank::SelfDrip(const Cmd& cmd, Reply* rep) {
             [&](uint32_t k) { return StagedOutputsMatch(stage, k); },
             [&](uint32_t k) { StageInputs(stage, k); });
       },
-      [&](Reply* calls) { DripCalls(cmd, &self_drip_, stage, calls); }, rep);
+      [&](Reply* calls) { DripCalls(cmd, &self_drip_, stage, calls, &call_ns); }, rep);
+  // The floor of the candidate's hand-off (drip_check.h kShort): this
+  // batch's median call, measured here, where no candidate code runs.
+  if (rep->rc == 0 && !call_ns.empty()) {
+    const auto mid = call_ns.begin() + static_cast<std::ptrdiff_t>(call_ns.size() / 2);
+    std::nth_element(call_ns.begin(), mid, call_ns.end());
+    rep->t1_ns = *mid;
+  }
   // Now, not when the inputs were generated: nothing the candidate queued
   // behind its drip word can start before both of this rank's rounds are
   // over (red team round 28 r28_drip_ref_hog).

@@ -48,14 +48,22 @@ DripFinding ClassifyDrip(const DripSample& s, double ref_free_us, double cand_fr
       s.cuda ? kCudaNoiseUs + kCudaHandoffShare * handoff + kCudaRefFreeShare * ref_free_us
              : std::max(cand_free_us, kHandoffShare * handoff + kNoiseUs);
   if (excess > limit) return DripFinding::kSlow;
-  // cuda: the calls' side of the hand-off runs in the candidate's process;
-  // a dripped call that costs less than the reference's hand-off allows
-  // skipped the harness's part of it (red team round 28 r28_drip_agent: the
-  // candidate's first call does the rest of the batch's hand-offs itself,
-  // no staging copies, ~10 us a call less, which hides a launch amortizer's
-  // excess). Honest candidates on the H100 read -0.4..+0.6 us. Not on the
-  // host backend: its hand-offs on 2 shared CPUs are not that steady.
-  if (s.cuda && excess < -limit) return DripFinding::kShort;
+  // cuda: the calls' side of the hand-off runs in the candidate's process.
+  // What of the reference's hand-off is not its call (the staging copies,
+  // the waits, the watcher: ref_service - ref_call) every call pays, however
+  // fast: a candidate's dripped call less its free-running time cannot be
+  // under it (an honest call alone takes at least its free-running time).
+  // Under it by more than the allowance, the harness's part was skipped (red
+  // team round 28 r28_drip_agent: the candidate's first call does the
+  // batch's hand-offs itself, no staging copies, ~10 us a call less, which
+  // hides a launch amortizer's excess). Not the reference's whole hand-off:
+  // a candidate that waits for its work inside its call leaves the harness's
+  // synchronize nothing to wait for. Not on the host backend: its hand-offs
+  // on 2 shared CPUs are not that steady, and its floor is not measured.
+  if (s.cuda && s.ref_call_us > 0) {
+    const double floor = std::max(0.0, s.ref_service_us - s.ref_call_us);
+    if (s.cand_service_us - cand_free_us < floor - limit) return DripFinding::kShort;
+  }
   return DripFinding::kConsistent;
 }
 

@@ -23,9 +23,9 @@
 // judged with a tighter, absolute allowance (drip_check.cc: 1 us + 2% of
 // the hand-off + 5% of the reference's free time, from H100 measurements;
 // no "twice the candidate's free time" term, which a padded amortizer
-// chooses), in both directions: a dripped call cheaper than its hand-off by
-// more than the allowance is kShort (the harness's half of the hand-off runs
-// in the candidate's process and was skipped).
+// chooses); and from below: a dripped call cheaper than the hand-off
+// without the call by more than the allowance is kShort (the harness's half
+// of the hand-off runs in the candidate's process and was skipped).
 //
 // Known limit (docs/threat-model.md): a gain below 2x from amortization is
 // not distinguished from hand-off noise (on a 2-core host: calls of a few
@@ -44,6 +44,8 @@ struct DripSample {
   double cand_service_us = 0;  // median per call of the candidate's (the slowest rank)
   double ref_free_us = 0;      // the reference's free-running per call just before
                                // (0: use the timed batches' median)
+  double ref_call_us = 0;      // cuda: median of the reference's dripped calls alone, each
+                               // from its start until its work was done (0: not measured)
   bool starved = false;        // other load kept the candidate's calls from a CPU
   int calls = 32;              // calls in the drip batch
   bool cuda = false;           // the cuda backend's allowance (below)
@@ -54,9 +56,11 @@ struct DripSample {
 // between batches): inconclusive.
 inline constexpr int kMinDripCalls = 9;
 
-// kShort (cuda only): the candidate's dripped calls cost less than the
-// hand-off the reference's calls pay, beyond the same allowance below: the
-// harness's part of the hand-off (in the candidate's process) was skipped.
+// kShort (cuda only, where DripSample::ref_call_us was measured): the
+// candidate's dripped calls less its free-running time cost less than the
+// reference's hand-off without its call (ref_service - ref_call), beyond the
+// same allowance: the harness's part of the hand-off (in the candidate's
+// process) was skipped.
 enum class DripFinding { kConsistent, kSlow, kShort, kInconclusive };
 
 // One drip batch against the free-running per-call times (the candidate's:

@@ -70,24 +70,41 @@ TEST(DripCheck, CudaHandOffsAreJudgedWithATighterAllowance) {
 // Red team round 28 r28_drip_agent: the candidate's first dripped call does
 // the rest of the batch's hand-offs itself (no staging copies, one
 // synchronize), ~10 us a call less than the harness's hand-off, so that a
-// launch amortizer's excess (+2..8 us) reads negative. The same allowance
-// bounds the excess from below; honest candidates (the H100 numbers above:
-// -0.4..+0.6 us) stay consistent. Not on the host backend.
-TEST(DripCheck, CudaDripCallsCannotCostLessThanTheirHandOff) {
-  EXPECT_EQ(ClassifyDrip(Cuda(22.04, 11.9), 3.56, 1.33), DripFinding::kShort);
-  EXPECT_EQ(ClassifyDrip(Cuda(21.64, 14.0), 3.62, 3.03), DripFinding::kShort);
-  EXPECT_EQ(ClassifyDrip(Cuda(22.01, 20.23), 3.75, 2.34), DripFinding::kConsistent);
-  EXPECT_EQ(ClassifyDrip(Cuda(21.64, 20.9), 3.62, 3.62), DripFinding::kConsistent);
-  EXPECT_EQ(ClassifyDrip(S(22.04, 11.9, false), 3.56, 1.33), DripFinding::kConsistent);
+// launch amortizer's excess (+2..8 us) reads negative. The floor is the
+// reference's hand-off without its call (its dripped call less its call
+// alone, measured in the reference's own drip batch): every call pays it.
+DripSample CudaCall(double ref_service, double cand_service, double ref_call) {
+  DripSample s = Cuda(ref_service, cand_service);
+  s.ref_call_us = ref_call;
+  return s;
+}
+TEST(DripCheck, CudaDripCallsCannotCostLessThanTheHandOffWithoutTheCall) {
+  // The agent: 1.33 us a call free-running, 11.9 us dripped; the
+  // reference's dripped call 22.04 us, of which its call alone 8 us.
+  EXPECT_EQ(ClassifyDrip(CudaCall(22.04, 11.9, 8), 3.56, 1.33), DripFinding::kShort);
+  // The honest kernel-per-call and the reference as candidate.
+  EXPECT_EQ(ClassifyDrip(CudaCall(21.64, 21.61, 8), 3.62, 3.03), DripFinding::kConsistent);
+  EXPECT_EQ(ClassifyDrip(CudaCall(21.13, 21.69, 8), 3.46, 3.79), DripFinding::kConsistent);
+  // An honest candidate that waits for its work inside its call, faster
+  // than a slow reference (free 20 us, alone 27 us: its launch and the wait
+  // behind its work are the reference's hand-off too, not the candidate's):
+  // 13 us free, 28 us dripped. Under the reference's whole hand-off (-6 us
+  // excess) but not under the floor.
+  EXPECT_EQ(ClassifyDrip(CudaCall(41, 28, 27), 20, 13), DripFinding::kConsistent);
+  // Without the call's time (host backend, or not measured): no floor.
+  EXPECT_EQ(ClassifyDrip(Cuda(22.04, 11.9), 3.56, 1.33), DripFinding::kConsistent);
+  DripSample host = S(22.04, 11.9, false);
+  host.ref_call_us = 8;
+  EXPECT_EQ(ClassifyDrip(host, 3.56, 1.33), DripFinding::kConsistent);
   // Two short batches of three convict, as two slow ones do; one flags.
-  const DripVerdict agent =
-      JudgeDrip({Cuda(22.04, 11.9), Cuda(21.9, 12.3), Cuda(22.1, 12.0)}, 3.56, 1.33);
+  const DripVerdict agent = JudgeDrip(
+      {CudaCall(22.04, 11.9, 8), CudaCall(21.9, 12.3, 8.2), CudaCall(22.1, 12.0, 7.9)}, 3.56, 1.33);
   EXPECT_TRUE(agent.cheat);
   EXPECT_EQ(agent.short_calls, 3);
   EXPECT_EQ(agent.slow, 0);
   EXPECT_NE(agent.detail.find("(shorter than its hand-off)"), std::string::npos) << agent.detail;
-  const DripVerdict once =
-      JudgeDrip({Cuda(22.04, 11.9), Cuda(21.9, 21.3), Cuda(22.1, 21.8)}, 3.56, 3.5);
+  const DripVerdict once = JudgeDrip(
+      {CudaCall(22.04, 11.9, 8), CudaCall(21.9, 21.3, 8), CudaCall(22.1, 21.8, 8)}, 3.56, 3.5);
   EXPECT_FALSE(once.cheat);
   EXPECT_TRUE(once.flag);
 }

@@ -392,6 +392,7 @@ bool Judge::DripPair(const Cmd& batch, int j, v1::Phase ph, double overhead_us) 
   bool ref_ok = true;
   for (size_t i = 0; i < wr.size(); ++i) {
     s.ref_service_us = std::max(s.ref_service_us, rr[i].t0_ns / 1e3);
+    s.ref_call_us = std::max(s.ref_call_us, rr[i].t1_ns / 1e3);
     s.cand_service_us = std::max(s.cand_service_us, wr[i].t0_ns / 1e3);
     ref_ok = ref_ok && rr[i].input_diff == 0;
     if (wr[i].input_diff != 0 && deferred < 0) {
@@ -414,9 +415,9 @@ bool Judge::DripPair(const Cmd& batch, int j, v1::Phase ph, double overhead_us) 
   if (TimingDiag())
     fprintf(stderr,
             "drip %d: wait share %.2f (reference %.2f), CPU used %.2f: %s; per call: candidate "
-            "%.2f us, reference %.2f us (free %.2f)\n",
+            "%.2f us, reference %.2f us (free %.2f, a call alone %.2f)\n",
             j, share, ref_share, used, s.starved ? "starved" : "conclusive", s.cand_service_us,
-            s.ref_service_us, s.ref_free_us);
+            s.ref_service_us, s.ref_free_us, s.ref_call_us);
   s.calls = static_cast<int>(batch.count);
   samples_.drip.push_back(s);
   samples_.drip_ms += (MonotonicNs() - t_start) / 1e6;
