@@ -19,7 +19,7 @@
 #   scripts/gpu-session.sh s18a|s18b  session 18's calls for the next session (below)
 #   scripts/gpu-session.sh s19a  session 19: the block-reduced, batched checks (below)
 #   scripts/gpu-session.sh s20a  session 20: the GPU tests no call reached after the moves
-#   scripts/gpu-session.sh s21a|s21b  the next session's first calls (below)
+#   scripts/gpu-session.sh s21a|s21b|s21c|s21d  session 21's calls (below)
 #   scripts/gpu-session.sh s20b|s20c|s20d  session 20: the cuda drip batches (below)
 #   scripts/gpu-session.sh c     session 16's leftovers: control_linger_once (the idle
 #                                probe's excuse now named), the whole oracle test (only 65
@@ -315,13 +315,14 @@ if [[ "$PART" == s21a ]]; then
       --timeout 30 --json $C/$c.so
     grep -h "^drip [0-9]*:" "/tmp/gpu-logs/logs/drip_$c.log" | cut -c1-220
   done
-  # A/B: fewer waits a dripped call (less harness work to skip): mode 1
-  # two, mode 2 one; and the hand-off taker r28_drip_agent in each mode.
-  for m in 0 1 2; do
+  # A/B: fewer waits a dripped call (less harness work to skip): 3 (the
+  # default then), 2, 1; and the hand-off taker r28_drip_agent with each.
+  # (Run in session 21 as PKFORGE_DRIP_ONE_SYNC=0/1/2, the same paths.)
+  for m in 3 2 1; do
     for c in ref_cuda_allreduce redteam_cuda_r15_control_kernel_copy redteam_cuda_r15_chunk_k8 \
              redteam_cuda_r28_drip_agent; do
-      [[ $m == 0 && $c != redteam_cuda_r28_drip_agent ]] && continue
-      t "drip${m}_$c" 30 PKFORGE_DRIP_ONE_SYNC=$m PKFORGE_TIMING_DIAG=1 $H $B/bin/pkforge-worker \
+      [[ $m == 3 && $c != redteam_cuda_r28_drip_agent ]] && continue
+      t "drip${m}_$c" 30 PKFORGE_DRIP_WAITS=$m PKFORGE_TIMING_DIAG=1 $H $B/bin/pkforge-worker \
         launch --problem allreduce --backend cuda --world-size 1 --dtype f32 --size tiny \
         --trials 2 --warmup 1 --iters 6 --timeout 30 --json $C/$c.so
       grep -h "^drip [0-9]*:" "/tmp/gpu-logs/logs/drip${m}_$c.log" | cut -c1-220
@@ -332,12 +333,32 @@ if [[ "$PART" == s21a ]]; then
   t redteam 300 $H $B/kernels/redteam_gpu_test --gtest_filter='-*r28_*'
 fi
 if [[ "$PART" == s21b ]]; then
-  # Next session, second call: the rest of `ctest -L gpu` (the templates'
-  # compiles now run side by side, one output line per chunk), the
-  # executor's GPU tests, the oracle sweep.
-  t templates 200 $H $B/agent/kernel_templates_gpu_test
-  t executor 200 $H $B/executor/executor_gpu_test
-  t oracle 180 $H $B/kernels/kernels_gpu_test --gtest_filter=*CudaReferenceMatchesHostOracle*
+  # Session 21, second call: one wait a dripped call (the new default) on
+  # every naive cuda candidate (42 problems) and the whole red team, then
+  # round 28's two pending ones.
+  t naive 280 $H $B/kernels/kernels_gpu_test --gtest_filter='*EveryNaiveCudaCandidateIsOk*'
+  t r28 30 PKFORGE_REDTEAM_PENDING=1 PKFORGE_TIMING_DIAG=1 $H $B/kernels/redteam_gpu_test \
+    --gtest_filter='*r28_drip_agent*:*r28_control_malloc_async*'
+  grep -h "^drip [0-9]*:" /tmp/gpu-logs/logs/r28.log | cut -c1-220
+  t redteam 270 $H $B/kernels/redteam_gpu_test
+fi
+if [[ "$PART" == s21c ]]; then
+  # Session 21, third call: the rest of `ctest -L gpu` (the templates'
+  # compiles side by side, one output line per chunk), the executor's GPU
+  # tests, the oracle sweep (every input generated anew since the SipHash
+  # seeds).
+  t oracle 190 $H $B/kernels/kernels_gpu_test --gtest_filter=*CudaReferenceMatchesHostOracle*
+  t executor 180 $H $B/executor/executor_gpu_test
+  t templates 190 $H $B/agent/kernel_templates_gpu_test
+fi
+if [[ "$PART" == s21d ]]; then
+  # #17: identical-candidate fidelity of the three problems that read
+  # 0.961-0.974 with 2 repeats (session 17), in precise timing (2 GiB of
+  # input sets), 5 repeats each.
+  W="$B/bin/pkforge-worker bench --backend cuda --candidates $B/kernels/candidates"
+  t fidelity_precise 300 $H $W --world-size 1 --size default --repeats 5 --precise-timing \
+    --problems allgather_gemm_at,ulysses_gather_seq_scatter_heads_qkv,ulysses_gather_seq_scatter_heads
+  tail -n 12 /tmp/gpu-logs/logs/fidelity_precise.log
 fi
 if [[ "$PART" == 3 ]]; then
   t templates 250 $H $B/agent/kernel_templates_gpu_test

@@ -121,13 +121,13 @@ bool TouchBeforeRun() {
 int CudaRank::Main() {
   // Every environment setting read now, before any candidate code: a
   // candidate's setenv in pkf_setup must not choose how the harness runs
-  // its calls (red team round 29: PKFORGE_DRIP_ONE_SYNC).
+  // its calls (red team round 29: PKFORGE_DRIP_ONE_SYNC, now PKFORGE_DRIP_WAITS).
   LaunchAheadNs();
   GenCandByCopy();
   LateFilter();
   RefFilter();
   TouchBeforeRun();
-  DripOneSync();
+  DripWaits();
   auto resolved = ResolveRankProblem(o_);
   if (!resolved.ok()) return Fail(std::string(resolved.status().message()));
   problem_ = resolved->problem;

@@ -42,8 +42,8 @@ inline bool Failed(Reply* rep, ncclResult_t e, const char* what) {
   return true;
 }
 
-// PKFORGE_DRIP_ONE_SYNC=1 or 2 (rank_cuda_drip.cc), read once: 0, 1 or 2.
-int DripOneSync();
+// PKFORGE_DRIP_WAITS (rank_cuda_drip.cc), read once: 1 (default), 2 or 3.
+int DripWaits();
 
 class CudaRank {
  public:
@@ -156,6 +156,9 @@ class CudaRank {
   Cmd drip_for_{};
   std::unique_ptr<ParkedThread> drip_watcher_;  // the reference's own drip watcher
   DripWord self_drip_{};
+  // A dripped call's joins with the legacy default stream (DripCalls): the
+  // staged inputs' copy done before it, its outputs' copy after it.
+  cudaEvent_t drip_in_ev_ = nullptr, drip_legacy_ev_ = nullptr;
   ncclComm_t comm_ = nullptr;
   std::vector<void*> scratch_ptrs_;
   std::vector<uint32_t*> flag_ptrs_;

@@ -46,24 +46,34 @@ int64_t Up256(int64_t v) { return (v + 255) / 256 * 256; }
 
 }  // namespace
 
-// PKFORGE_DRIP_ONE_SYNC=1: a dripped call's outputs are copied out on its
-// stream after its work, and one device-wide synchronize covers both (two
-// waits a call instead of three; the staged inputs' copy is still waited for
-// before the call, whatever stream it uses). =2: the staged inputs' copy is
-// not waited for either, only ordered before the call's work on its stream
-// (the ABI: a candidate orders any other stream after `stream`): one wait a
-// call. An A/B measurement: a calls' side with less harness work leaves a
-// candidate less of it to skip (red team round 28 r28_drip_agent). Read in
-// CudaRank::Main, before any candidate code (round 29); the same environment
-// reaches every rank.
-int DripOneSync() {
-  static const int mode = [] {
-    const char* v = std::getenv("PKFORGE_DRIP_ONE_SYNC");
-    if (v == nullptr) return 0;
+// How many times a dripped call's side waits for the GPU (the calls' side
+// of the hand-off is harness code in the candidate's process, so whatever it
+// spends there a candidate can skip by doing that side itself: red team
+// round 28 r28_drip_agent; the fewer operations, the less to skip):
+//   3: the staged inputs' copy waited for, the call, a device-wide
+//      synchronize, the outputs' copy waited for (H100, tiny allreduce:
+//      ~34 us a dripped call, of which the agent skipped ~17 us);
+//   2: the outputs' copy queued behind the call, one device-wide
+//      synchronize for both (~26 us);
+//   1 (default): the inputs' copy not waited for either, only ordered
+//      before the call (~22 us; the agent skips ~4 us).
+// With 1 and 2 the legacy default stream is joined both ways (an event
+// after the inputs' copy that it waits for, an event on it after the call
+// that the outputs' copy waits for), so a call that reads its inputs or
+// writes its outputs there (a synchronous cudaMemcpy: the naive
+// embedding_lookup) sees them and is seen. A candidate's own non-blocking
+// stream that is not joined back into `stream` breaks the ABI (its work
+// must be done when `stream` is) and may read decoys or return before its
+// outputs are there. PKFORGE_DRIP_WAITS chooses (A/B measurements; read in
+// CudaRank::Main, before any candidate code, red team round 29).
+int DripWaits() {
+  static const int waits = [] {
+    const char* v = std::getenv("PKFORGE_DRIP_WAITS");
+    if (v == nullptr) return 1;
     const std::string_view s(v);
-    return s == "1" ? 1 : s == "2" ? 2 : 0;
+    return s == "3" ? 3 : s == "2" ? 2 : 1;
   }();
-  return mode;
+  return waits;
 }
 
 // In set-up, before any candidate code runs: this rank's staging memory
@@ -75,6 +85,10 @@ void CudaRank::AllocateDrip() {
   // of memory); unpinned copies only cost more on both.
   if (cudaHostRegister(Stage(mailbox_), static_cast<size_t>(stage_bytes_),
                        cudaHostRegisterDefault) != cudaSuccess)
+    cudaGetLastError();
+  // Without them a dripped call fails (its first event record), reported.
+  if (cudaEventCreateWithFlags(&drip_in_ev_, cudaEventDisableTiming) != cudaSuccess ||
+      cudaEventCreateWithFlags(&drip_legacy_ev_, cudaEventDisableTiming) != cudaSuccess)
     cudaGetLastError();
   if (!ref_) return;
   drip_golden_.assign(static_cast<size_t>(out_bytes_) * drip_cap_, 0);
@@ -100,9 +114,10 @@ cudaError_t CudaRank::DecoyInputs(char* base, int slot, uint64_t seed, cudaStrea
 }
 
 // The calls of a drip batch on this rank's own buffers (both sides): for
-// call k >= kDripLead its staged inputs copied into its slot, the call, a
-// device-wide synchronize (work left on any stream is part of the call),
-// its outputs copied to the staging memory; then the return is marked.
+// call k >= kDripLead its staged inputs copied into its slot, the call, its
+// outputs copied to the staging memory and a device-wide synchronize (work
+// left on any stream is part of the call; DripWaits for the variants); then
+// the return is marked.
 // call_ns (the reference's own drip batch): each call's time from its start
 // until its work was done (with the outputs' copy where one synchronize
 // waits for both), the part of the hand-off that is the call's own.
@@ -119,21 +134,30 @@ void CudaRank::DripCalls(const Cmd& cmd, DripWord* w, char* stage, Reply* rep,
   for (const Placed& p : in_) out_at += Up256(p.bytes);
   SideBarrierWait(control_, o_.rank, o_.world);
   cudaError_t err = cudaSuccess;
+  const int waits = DripWaits();
+  auto step = [&](cudaError_t e) {
+    if (err == cudaSuccess) err = e;
+  };
   RunDripCalls(
       cmd.count, w,
       [&](uint32_t k) {
         const int slot = static_cast<int>(cmd.SlotAt(k));
         if (k >= kDripLead) {
-          // In place before the call starts, whatever stream it uses (as the
-          // inputs of a timed batch are before the batch).
+          // In place before the call starts: on its stream, and for the
+          // legacy default stream through an event (waits 1), or waited
+          // for (2, 3).
           const char* src = stage;
           for (const Placed& p : in_) {
-            if (err == cudaSuccess)
-              err = cudaMemcpyAsync(At(data_, slot, p), src, p.bytes, cudaMemcpyHostToDevice,
-                                    stream_);
+            step(cudaMemcpyAsync(At(data_, slot, p), src, p.bytes, cudaMemcpyHostToDevice,
+                                 stream_));
             src += Up256(p.bytes);
           }
-          if (err == cudaSuccess && DripOneSync() < 2) err = cudaStreamSynchronize(stream_);
+          if (waits >= 2) {
+            step(cudaStreamSynchronize(stream_));
+          } else {
+            step(cudaEventRecord(drip_in_ev_, stream_));
+            step(cudaStreamWaitEvent(cudaStreamLegacy, drip_in_ev_, 0));
+          }
         }
         if (err != cudaSuccess) return -10;
         control_->in_run[o_.rank].store(1);
@@ -143,20 +167,23 @@ void CudaRank::DripCalls(const Cmd& cmd, DripWord* w, char* stage, Reply* rep,
                       static_cast<int32_t>(outs[k].size()), stream_);
         nvtxRangePop();
         if (rc == 0) {
-          if (DripOneSync() == 0) err = cudaDeviceSynchronize();
-          if (call_ns != nullptr && DripOneSync() == 0) call_ns->push_back(MonotonicNs() - t_call);
+          if (waits == 3) {
+            step(cudaDeviceSynchronize());
+            if (call_ns != nullptr) call_ns->push_back(MonotonicNs() - t_call);
+          } else {
+            step(cudaEventRecord(drip_legacy_ev_, cudaStreamLegacy));
+            step(cudaStreamWaitEvent(stream_, drip_legacy_ev_, 0));
+          }
           // On the call's stream: after its work there even if a candidate
-          // patched the synchronize above.
+          // patched a synchronize.
           char* dst = stage + out_at;
           for (const Placed& p : out_) {
-            if (err == cudaSuccess)
-              err = cudaMemcpyAsync(dst, At(data_, slot, p), p.bytes, cudaMemcpyDeviceToHost,
-                                    stream_);
+            step(cudaMemcpyAsync(dst, At(data_, slot, p), p.bytes, cudaMemcpyDeviceToHost,
+                                 stream_));
             dst += Up256(p.bytes);
           }
-          if (err == cudaSuccess)
-            err = DripOneSync() > 0 ? cudaDeviceSynchronize() : cudaStreamSynchronize(stream_);
-          if (call_ns != nullptr && DripOneSync() > 0) call_ns->push_back(MonotonicNs() - t_call);
+          step(waits == 3 ? cudaStreamSynchronize(stream_) : cudaDeviceSynchronize());
+          if (call_ns != nullptr && waits < 3) call_ns->push_back(MonotonicNs() - t_call);
           if (err != cudaSuccess) rc = -10;
         }
         control_->in_run[o_.rank].store(0);

@@ -135,13 +135,19 @@ TEST(RedTeamGpu, early_return_host_thread) {
 // input_mutation on a drip batch (its faked synchronize let the staged
 // inputs' copy run after the watcher had staged the next call's); since
 // that copy is waited for, a drip call's outputs that were not there at
-// its return are batch_drip's.
+// its return are batch_drip's. H100 (2026-12-06, session 21, after round
+// 29): OK at 1.03x, every check passed: the faked synchronize gains
+// nothing (the judge's clock and idle probes, the outputs' copy on the
+// call's stream). It wraps the reference's algorithm: an OK above 1.15x
+// would be forged.
 TEST(RedTeamGpu, patch_device_sync) {
   ExpectOneOf("patch_device_sync",
               {{Result::CHEAT_DETECTED,
                 {"timed_output_reverify", "outlived_call", "wallclock_crosscheck", "batch_drip",
                  "input_mutation"}},
-               {Result::RUNTIME_ERROR, {}}});
+               {Result::RUNTIME_ERROR, {}},
+               {Result::OK, {}}},
+              1.15);
 }
 // H200 (2026-12-05): TIMEOUT in PHASE_SETUP, stuck rank 0 (the rank's
 // synchronize after pkf_setup waits for the persistent kernel), as
@@ -377,46 +383,50 @@ TEST(RedTeamGpu, r15_ce_hog_loop) {
 // GPU (PKFORGE_REDTEAM_PENDING=1 runs them).
 // r15_chunk_k8 padded to ~1.8 us a free-running call: batch_drip's limit is
 // max(its free time, 1 us + 2% of the hand-off), so half of the gain passes.
-// Predicted today: OK at ~1.6-1.7x the honest per-call kernel.
+// Predicted then: OK at ~1.6-1.7x the honest per-call kernel. H100
+// (2026-12-06, session 21, the absolute cuda allowance): CHEAT_DETECTED
+// batch_drip.
 TEST(RedTeamGpu, r28_chunk_paced) {
-  if (!HaveGpu()) GTEST_SKIP() << "no usable GPU";
-  if (getenv("PKFORGE_REDTEAM_PENDING") == nullptr)
-    GTEST_SKIP() << "round 28 cuda prediction (not run); PKFORGE_REDTEAM_PENDING=1 runs it";
   R15Expect("r28_chunk_paced", {{Result::CHEAT_DETECTED, kR15BatchChecks}});
 }
 // The candidate's first drip call plays the calls' side of the hand-off
 // itself (one kernel on the host-mapped staging memory, one synchronize a
 // call): its dripped calls cost less than the reference's, a negative excess.
-// Predicted today: OK at ~3.5x (r15_chunk_k8's amortized batches).
+// Predicted then: OK at ~3.5x (r15_chunk_k8's amortized batches). H100
+// (2026-12-06, session 21): with three waits a dripped call (34 us, of which
+// it skipped ~17) CHEAT_DETECTED batch_drip, its calls "shorter than its
+// hand-off" (drip_check.h kShort); with one wait (22 us, the default since:
+// rank_cuda_drip.cc DripWaits) it skips ~4 us, within the allowance: OK at
+// 3.64x against 1.3x for the honest kernel. The stated residual
+// (docs/threat-model.md, row 23): pending a defence.
 TEST(RedTeamGpu, r28_drip_agent) {
   if (!HaveGpu()) GTEST_SKIP() << "no usable GPU";
   if (getenv("PKFORGE_REDTEAM_PENDING") == nullptr)
-    GTEST_SKIP() << "round 28 cuda prediction (not run); PKFORGE_REDTEAM_PENDING=1 runs it";
+    GTEST_SKIP() << "a stated residual (OK 3.64x on an H100); PKFORGE_REDTEAM_PENDING=1 runs it";
   R15Expect("r28_drip_agent", {{Result::CHEAT_DETECTED, kR15BatchChecks}});
 }
 // A kernel of a second context, queued behind a stream wait on the
 // candidate's drip word (released == 1: a drip batch was just armed), runs
 // while the reference's free batch and own drip batch do (DripPair probes no
 // idle GPU): the hand-off read off the reference becomes milliseconds.
-// Predicted today: OK at ~3.5x; CHEAT outlived_call if a pending stream wait
-// takes time slices.
+// Predicted then: OK at ~3.5x; CHEAT outlived_call if a pending stream wait
+// takes time slices. H100 (2026-12-06, session 21): TIMEOUT in PHASE_SETUP,
+// stuck rank 0 (the rank's synchronize after pkf_setup never returns behind
+// the queued wait): the candidate's own status, no time (as gpu_hog_setup).
 TEST(RedTeamGpu, r28_drip_ref_hog) {
-  if (!HaveGpu()) GTEST_SKIP() << "no usable GPU";
-  if (getenv("PKFORGE_REDTEAM_PENDING") == nullptr)
-    GTEST_SKIP() << "round 28 cuda prediction (not run); PKFORGE_REDTEAM_PENDING=1 runs it";
-  R15Expect("r28_drip_ref_hog",
-            {{Result::CHEAT_DETECTED, {"outlived_call", "batch_drip", "frozen_while_idle"}}});
+  ExpectOneOf("r28_drip_ref_hog",
+              {{Result::CHEAT_DETECTED, {"outlived_call", "batch_drip", "frozen_while_idle"}},
+               {Result::TIMEOUT, {}}},
+              0, nullptr, 20);
 }
 // Blame: the same trigger in front of ~100 GB of copy-engine copies in the
 // second context, so that the first rounds to crawl are the reference's free
 // batch and own drip batch (no idle probe there). Predicted today:
 // HARNESS_ERROR where copies of other contexts wait behind a running copy,
 // else the reference merely slowed. Never HARNESS_ERROR; the calls are the
-// reference's own algorithm, so an OK must stay within 1.15x.
+// reference's own algorithm, so an OK must stay within 1.15x. H100
+// (2026-12-06, session 21): OK at 0.917x (batches flagged).
 TEST(RedTeamGpu, r28_drip_ref_ce_hog) {
-  if (!HaveGpu()) GTEST_SKIP() << "no usable GPU";
-  if (getenv("PKFORGE_REDTEAM_PENDING") == nullptr)
-    GTEST_SKIP() << "round 28 cuda prediction (not run); PKFORGE_REDTEAM_PENDING=1 runs it";
   ExpectOneOf("r28_drip_ref_ce_hog",
               {{Result::CHEAT_DETECTED, {"outlived_call", "batch_drip", "frozen_while_idle"}},
                {Result::TIMEOUT, {}},
@@ -426,12 +436,16 @@ TEST(RedTeamGpu, r28_drip_ref_ce_hog) {
 // Honest: one copy kernel a call plus a cudaMallocAsync'ed temporary freed on
 // the stream. The default pool (release threshold 0) gives its memory back at
 // every synchronize: once per free-running batch, three times per drip call.
-// Predicted today: CHEAT_DETECTED batch_drip (a false positive), or OK with
-// batch_drip flagged. Held: OK with batch_drip passed and not flagged.
+// Predicted then: CHEAT_DETECTED batch_drip (a false positive), or OK with
+// batch_drip flagged. Held: OK with batch_drip passed and not flagged. H100
+// (2026-12-06, session 21, three waits a dripped call, the pools keeping
+// their memory): OK at 0.75x, batch_drip flagged (3 of 6 slow: +2.0 us of
+// excess against a 1.7 us allowance; its malloc/free API calls overlap the
+// GPU free-running, not dripped). Pending with one wait a call.
 TEST(RedTeamGpu, r28_control_malloc_async) {
   if (!HaveGpu()) GTEST_SKIP() << "no usable GPU";
   if (getenv("PKFORGE_REDTEAM_PENDING") == nullptr)
-    GTEST_SKIP() << "round 28 cuda prediction (not run); PKFORGE_REDTEAM_PENDING=1 runs it";
+    GTEST_SKIP() << "flagged with three waits (H100); PKFORGE_REDTEAM_PENDING=1 runs it";
   Result r;
   ExpectOneOf("r28_control_malloc_async", {{Result::OK, {}}}, 0, &r);
   for (const auto& c : r.cheat_checks()) {
