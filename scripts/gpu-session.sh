@@ -351,6 +351,11 @@ if [[ "$PART" == s21c ]]; then
   t executor 180 $H $B/executor/executor_gpu_test
   t templates 190 $H $B/agent/kernel_templates_gpu_test
 fi
+if [[ "$PART" == s21e ]]; then
+  # Session 21, last call: three waits a dripped call (the default again,
+  # with the new floor, kShort) on every naive cuda candidate.
+  t naive 250 $H $B/kernels/kernels_gpu_test --gtest_filter='*EveryNaiveCudaCandidateIsOk*'
+fi
 if [[ "$PART" == s21d ]]; then
   # #17: identical-candidate fidelity of the three problems that read
   # 0.961-0.974 with 2 repeats (session 17), in precise timing (2 GiB of

@@ -42,7 +42,7 @@ inline bool Failed(Reply* rep, ncclResult_t e, const char* what) {
   return true;
 }
 
-// PKFORGE_DRIP_WAITS (rank_cuda_drip.cc), read once: 1 (default), 2 or 3.
+// PKFORGE_DRIP_WAITS (rank_cuda_drip.cc), read once: 3 (default), 2 or 1.
 int DripWaits();
 
 class CudaRank {

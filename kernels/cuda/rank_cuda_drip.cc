@@ -46,32 +46,39 @@ int64_t Up256(int64_t v) { return (v + 255) / 256 * 256; }
 
 }  // namespace
 
-// How many times a dripped call's side waits for the GPU (the calls' side
+// How many times a dripped call's side waits for the GPU. The calls' side
 // of the hand-off is harness code in the candidate's process, so whatever it
-// spends there a candidate can skip by doing that side itself: red team
-// round 28 r28_drip_agent; the fewer operations, the less to skip):
-//   3: the staged inputs' copy waited for, the call, a device-wide
-//      synchronize, the outputs' copy waited for (H100, tiny allreduce:
-//      ~34 us a dripped call, of which the agent skipped ~17 us);
-//   2: the outputs' copy queued behind the call, one device-wide
-//      synchronize for both (~26 us);
-//   1 (default): the inputs' copy not waited for either, only ordered
-//      before the call (~22 us; the agent skips ~4 us).
+// spends there a candidate can skip by doing that side itself (red team
+// round 28 r28_drip_agent): the fewer operations, the less to skip; but a
+// wait right after the call is what shows a call alone's whole latency.
+// H100, session 21 (tiny allreduce, world 1; scripts/gpu-session.sh s21a,
+// s21b):
+//   3 (default): the staged inputs' copy waited for, the call, a
+//      device-wide synchronize, the outputs' copy waited for: ~34 us a
+//      dripped call; r28_drip_agent skipped ~17 us of it and was
+//      CHEAT_DETECTED as "shorter than its hand-off" (drip_check.h kShort),
+//      r15_chunk_k8 and the padded r28_chunk_paced as slow;
+//   2: the outputs' copy queued behind the call, one synchronize for both
+//      (~26 us);
+//   1: the inputs' copy only ordered before the call (~22 us; the agent
+//      skips ~4 us). The harness's copies and events after the call then
+//      overlap its GPU work, which hides a call alone's latency:
+//      r28_chunk_paced was OK at 3.0x (against 1.3x for the honest kernel),
+//      r28_drip_agent at 3.5x, with their drip batches "consistent".
 // With 1 and 2 the legacy default stream is joined both ways (an event
 // after the inputs' copy that it waits for, an event on it after the call
-// that the outputs' copy waits for), so a call that reads its inputs or
-// writes its outputs there (a synchronous cudaMemcpy: the naive
-// embedding_lookup) sees them and is seen. A candidate's own non-blocking
-// stream that is not joined back into `stream` breaks the ABI (its work
-// must be done when `stream` is) and may read decoys or return before its
-// outputs are there. PKFORGE_DRIP_WAITS chooses (A/B measurements; read in
-// CudaRank::Main, before any candidate code, red team round 29).
+// that the outputs' copy waits for), so a call that reads its inputs with a
+// synchronous cudaMemcpy (the naive embedding_lookup) sees them; a
+// candidate's own stream not joined back into `stream` (an ABI breach) may
+// return before its outputs are there: deferred (side_stream_short,
+// graph_side_stream). PKFORGE_DRIP_WAITS chooses, for A/B measurements;
+// read in CudaRank::Main, before any candidate code (red team round 29).
 int DripWaits() {
   static const int waits = [] {
     const char* v = std::getenv("PKFORGE_DRIP_WAITS");
-    if (v == nullptr) return 1;
+    if (v == nullptr) return 3;
     const std::string_view s(v);
-    return s == "3" ? 3 : s == "2" ? 2 : 1;
+    return s == "1" ? 1 : s == "2" ? 2 : 3;
   }();
   return waits;
 }

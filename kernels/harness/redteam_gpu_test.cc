@@ -86,9 +86,12 @@ TEST(RedTeamGpu, control_private_stream) { Expect("control_private_stream", Resu
 // 4.5): a batch ends when the device, not the call's stream, is idle, so the
 // side stream's work is inside the measured interval, which is what the
 // threat model asks for (or a conviction).
+// H100 (session 21, one wait a dripped call, PKFORGE_DRIP_WAITS=1): its
+// outputs copied out before its side stream's work was done: batch_drip
+// "deferred".
 TEST(RedTeamGpu, side_stream_short) {
   ExpectOneOf("side_stream_short",
-              {{Result::CHEAT_DETECTED, {"outlived_call", "timed_output_reverify"}},
+              {{Result::CHEAT_DETECTED, {"outlived_call", "timed_output_reverify", "batch_drip"}},
                {Result::OK, {}}},
               /*max_speedup=*/1.0);
 }
@@ -160,9 +163,11 @@ TEST(RedTeamGpu, persistent_precompute) {
 }
 // H200 (2026-12-05): CHEAT_DETECTED wallclock_crosscheck (the judge's clock
 // measured 1515 us per call, the candidate's events 50 us).
+// H100 (session 21, PKFORGE_DRIP_WAITS=1): batch_drip "deferred", as
+// side_stream_short.
 TEST(RedTeamGpu, graph_side_stream) {
   Expect("graph_side_stream", Result::CHEAT_DETECTED,
-         {"outlived_call", "timed_output_reverify", "wallclock_crosscheck"});
+         {"outlived_call", "timed_output_reverify", "wallclock_crosscheck", "batch_drip"});
 }
 TEST(RedTeamGpu, ipc_handle_scan) { Expect("ipc_handle_scan", Result::WRONG_OUTPUT); }
 // Predicted HARNESS_ERROR today: the reference's second context is created
@@ -394,15 +399,12 @@ TEST(RedTeamGpu, r28_chunk_paced) {
 // call): its dripped calls cost less than the reference's, a negative excess.
 // Predicted then: OK at ~3.5x (r15_chunk_k8's amortized batches). H100
 // (2026-12-06, session 21): with three waits a dripped call (34 us, of which
-// it skipped ~17) CHEAT_DETECTED batch_drip, its calls "shorter than its
-// hand-off" (drip_check.h kShort); with one wait (22 us, the default since:
-// rank_cuda_drip.cc DripWaits) it skips ~4 us, within the allowance: OK at
-// 3.64x against 1.3x for the honest kernel. The stated residual
-// (docs/threat-model.md, row 23): pending a defence.
+// it skipped ~17; the default: rank_cuda_drip.cc DripWaits) CHEAT_DETECTED
+// batch_drip, its calls "shorter than its hand-off" (drip_check.h kShort);
+// with one or two waits it skips ~4 us, within the allowance: OK at
+// 3.5-3.6x against 1.3x for the honest kernel. A variant padded back up to
+// the floor is the stated residual (docs/threat-model.md, row 23).
 TEST(RedTeamGpu, r28_drip_agent) {
-  if (!HaveGpu()) GTEST_SKIP() << "no usable GPU";
-  if (getenv("PKFORGE_REDTEAM_PENDING") == nullptr)
-    GTEST_SKIP() << "a stated residual (OK 3.64x on an H100); PKFORGE_REDTEAM_PENDING=1 runs it";
   R15Expect("r28_drip_agent", {{Result::CHEAT_DETECTED, kR15BatchChecks}});
 }
 // A kernel of a second context, queued behind a stream wait on the
