@@ -505,8 +505,8 @@ void AntiCheat::BatchProgress(const TimingSamples& s) {
 
 void AntiCheat::BatchDrip(const TimingSamples& s) {
   if (s.drip.empty() || s.ref_us.empty() || s.cand_us.empty()) return;
-  const auto [ref_free, cand_free] = FreeTimes(s.ref_us, s.cand_us);
-  const DripVerdict v = JudgeDrip(s.drip, ref_free, cand_free);
+  const auto [ref_free, cand_free, cand_low] = FreeTimes(s.ref_us, s.cand_us);
+  const DripVerdict v = JudgeDrip(s.drip, ref_free, cand_free, cand_low);
   const std::string d = fmt::format(
       "{} secretly chosen batches of {} calls whose inputs were put in place one call at a time "
       "(each once the previous call's outputs were verified), against {:.2f} us per call "

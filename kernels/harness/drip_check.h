@@ -71,7 +71,10 @@ enum class DripFinding { kConsistent, kSlow, kShort, kInconclusive };
 // (a 2x gain) and by more than half the reference's hand-off cost plus 3 us
 // (scheduling noise of the hand-offs). Inconclusive when the reference's
 // drip was no slower than its free-running time (that one was disturbed).
-DripFinding ClassifyDrip(const DripSample& s, double ref_free_us, double cand_free_us);
+// cand_free_low_us (kShort only; 0: cand_free_us): a low quantile of the
+// candidate's free-running per-call times (FreeTimes).
+DripFinding ClassifyDrip(const DripSample& s, double ref_free_us, double cand_free_us,
+                         double cand_free_low_us = 0);
 
 struct DripVerdict {
   bool cheat = false;  // at least two slow or short, and 3/4 of the conclusive ones
@@ -83,16 +86,19 @@ struct DripVerdict {
 };
 
 DripVerdict JudgeDrip(const std::vector<DripSample>& samples, double ref_free_us,
-                      double cand_free_us);
+                      double cand_free_us, double cand_free_low_us = 0);
 
 // The free-running per-call times the drip batches are judged against, from
 // the timed batches' per-call samples (us): the reference's fastest (load
 // only adds to a free time; its 25th percentile interpolated into disturbed
 // batches when most of them were: beside a busy loop on the ranks' CPU
 // [1.0, 1.0, 28.5, 28.6, 29.0, 30.8] gave 7.9 us and the hand-off cost read
-// 2 us instead of 8, an honest candidate "slow"), the candidate's median.
+// 2 us instead of 8, an honest candidate "slow"), the candidate's median;
+// and its 25th percentile, which kShort judges against (load during most
+// timed batches raises the median and would make its dripped calls look
+// short: red team round 30, finding 4).
 struct DripFree {
-  double ref_us = 0, cand_us = 0;
+  double ref_us = 0, cand_us = 0, cand_low_us = 0;
 };
 DripFree FreeTimes(const std::vector<double>& ref_us, const std::vector<double>& cand_us);
 

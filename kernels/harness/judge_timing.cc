@@ -90,7 +90,7 @@ bool Judge::Timing() {
   auto drips_settled = [&] {
     if (drips == 0 || cand_walls.empty()) return true;
     const DripFree f = FreeTimes(per_call(ref_walls), per_call(cand_walls));
-    const DripVerdict v = JudgeDrip(samples_.drip, f.ref_us, f.cand_us);
+    const DripVerdict v = JudgeDrip(samples_.drip, f.ref_us, f.cand_us, f.cand_low_us);
     return v.conclusive >= 2 && (v.slow + v.short_calls == 0 || v.cheat);
   };
   for (int j = -warm;; ++j) {
