@@ -71,6 +71,8 @@ double Pct(std::vector<double>& v, double q) {
 
 }  // namespace
 
+// Long (~150 lines): flags, the fake provider and executor, the orchestrator,
+// the load, then the report, in the order one benchmark run goes through them.
 int main(int argc, char** argv) {
   int jobs = 500, turns = 3, provider_ms = 50, executor_ms = 20, cpu = 0, metrics_port = 0;
   std::string db_dir;
