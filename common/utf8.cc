@@ -30,6 +30,33 @@ size_t Utf8SequenceAt(std::string_view s, size_t i, uint32_t* cp) {
   return len;
 }
 
+bool IsValidUtf8(std::string_view s) {
+  uint32_t cp = 0;
+  for (size_t i = 0; i < s.size();) {
+    const size_t n = Utf8SequenceAt(s, i, &cp);
+    if (n == 0) return false;
+    i += n;
+  }
+  return true;
+}
+
+std::string ValidUtf8(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (size_t i = 0; i < s.size();) {
+    uint32_t cp = 0;
+    const size_t n = Utf8SequenceAt(s, i, &cp);
+    if (n == 0) {
+      out += kUtf8Replacement;
+      ++i;
+    } else {
+      out.append(s.substr(i, n));
+      i += n;
+    }
+  }
+  return out;
+}
+
 std::string TerminalSafe(std::string_view s) {
   static constexpr char kHex[] = "0123456789abcdef";
   std::string out;

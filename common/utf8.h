@@ -29,4 +29,12 @@ inline constexpr std::string_view kUtf8Replacement = "\xEF\xBF\xBD";  // U+FFFD
 // made-up verdict (red team round 14 r14_ansi_forge).
 std::string TerminalSafe(std::string_view s);
 
+// `s` with every byte that starts no well-formed sequence replaced by
+// U+FFFD, everything else kept: what may go into a proto3 string field
+// (whose JSON printer rejects invalid UTF-8), e.g. a candidate's stderr.
+std::string ValidUtf8(std::string_view s);
+
+// Whether every byte of `s` is part of a well-formed sequence.
+bool IsValidUtf8(std::string_view s);
+
 }  // namespace pkforge

@@ -54,5 +54,22 @@ TEST(TerminalSafe, ControlCharactersBecomeVisibleEscapes) {
   EXPECT_EQ(TerminalSafe(std::string_view("a\0b", 3)), "a\\x00b");
 }
 
+// A candidate's stderr bytes in a proto3 string (rank_pool.cc Tail, the
+// executor's stderr tail): invalid bytes become U+FFFD, valid text (control
+// characters included: JSON escapes them) stays as it was.
+TEST(ValidUtf8, OnlyInvalidBytesAreReplaced) {
+  EXPECT_EQ(ValidUtf8("plain \x1b[2J text\n"), "plain \x1b[2J text\n");
+  EXPECT_EQ(ValidUtf8("caf\xc3\xa9"), "caf\xc3\xa9");
+  EXPECT_EQ(ValidUtf8("\xff\xfe\xc3\x28"), "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD(");
+  EXPECT_EQ(ValidUtf8("\xed\xa0\x80"), "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD");  // a surrogate
+  EXPECT_EQ(ValidUtf8("cut \xe2\x9c"), "cut \xEF\xBF\xBD\xEF\xBF\xBD");  // truncated
+  EXPECT_EQ(ValidUtf8(std::string_view("a\0b", 3)), std::string("a\0b", 3));
+  EXPECT_TRUE(IsValidUtf8(ValidUtf8("\xff\xc0\xaf x \xf4\x90\x80\x80")));
+  EXPECT_TRUE(IsValidUtf8("caf\xc3\xa9 \xf0\x9f\x98\x80"));
+  EXPECT_FALSE(IsValidUtf8("\xc0\xaf"));          // overlong
+  EXPECT_FALSE(IsValidUtf8("\xf4\x90\x80\x80"));  // > U+10FFFF
+  EXPECT_FALSE(IsValidUtf8("\xed\xa0\x80"));      // a surrogate
+}
+
 }  // namespace
 }  // namespace pkforge

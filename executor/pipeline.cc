@@ -24,6 +24,7 @@
 #include "common/files.h"
 #include "common/sha256.h"
 #include "common/status.h"
+#include "common/utf8.h"
 #include "executor/gpu_health.h"
 #include "common/log_text.h"
 #include "google/protobuf/util/json_util.h"
@@ -39,30 +40,13 @@ using Result = v1::EvaluationResult;
 
 namespace {
 
-bool ValidUtf8(std::string_view s) {
-  size_t i = 0;
-  while (i < s.size()) {
-    const auto c = static_cast<unsigned char>(s[i]);
-    int len = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
-    if (len == 0 || i + len > s.size()) return false;
-    uint32_t cp = len == 1 ? c : len == 2 ? c & 0x1F : len == 3 ? c & 0x0F : c & 0x07;
-    for (int k = 1; k < len; ++k) {
-      const auto cc = static_cast<unsigned char>(s[i + k]);
-      if ((cc >> 6) != 0x2) return false;
-      cp = (cp << 6) | (cc & 0x3F);
-    }
-    // Overlong forms, surrogates and out-of-range code points are invalid.
-    if ((len == 2 && cp < 0x80) || (len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) ||
-        (cp >= 0xD800 && cp <= 0xDFFF) || cp > 0x10FFFF)
-      return false;
-    i += len;
-  }
-  return true;
-}
-
+// What a sandboxed process printed, for a proto3 string: its last n bytes,
+// bytes that are not UTF-8 (a candidate's, or a cut through a sequence)
+// replaced by U+FFFD.
 std::string Tail(const std::string& s, size_t n) {
-  if (s.size() <= n) return s;
-  return absl::StrCat("[... ", s.size() - n, " bytes cut ...]\n", s.substr(s.size() - n));
+  if (s.size() <= n) return ValidUtf8(s);
+  return absl::StrCat("[... ", s.size() - n, " bytes cut ...]\n",
+                      ValidUtf8(std::string_view(s).substr(s.size() - n)));
 }
 
 int64_t WallMicros() {
@@ -139,7 +123,7 @@ absl::Status Pipeline::Validate(const v1::EvaluateRequest& r) const {
     return absl::InvalidArgumentError(absl::StrCat("source: ", r.source().size(),
                                                    " bytes exceeds the limit of ",
                                                    c.max_source_bytes));
-  if (!ValidUtf8(r.source())) return absl::InvalidArgumentError("source: not valid UTF-8");
+  if (!IsValidUtf8(r.source())) return absl::InvalidArgumentError("source: not valid UTF-8");
   RETURN_IF_ERROR(compiler_->ValidateFlags(r.backend(), {r.extra_flags().begin(), r.extra_flags().end()}));
   if (r.sanitize() != v1::SANITIZER_NONE && c.sanitizer_path.empty())
     return absl::FailedPreconditionError("sanitize: compute-sanitizer is not installed on this executor");

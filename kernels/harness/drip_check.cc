@@ -52,7 +52,7 @@ DripFinding ClassifyDrip(const DripSample& s, double ref_free_us, double cand_fr
   if (excess > limit) return DripFinding::kSlow;
   // cuda: the calls' side of the hand-off runs in the candidate's process.
   // What of the reference's hand-off is not its call (the staging copies,
-  // the waits, the watcher: ref_service - ref_call) every call pays, however
+  // the waits, the watcher: ref_floor_us) every call pays, however
   // fast: a candidate's dripped call less its free-running time cannot be
   // under it (an honest call alone takes at least its free-running time).
   // Under it by more than the allowance, the harness's part was skipped (red
@@ -66,8 +66,8 @@ DripFinding ClassifyDrip(const DripSample& s, double ref_free_us, double cand_fr
   // copy: an honest call alone a little under its free-running median).
   // Not on the host backend: its hand-offs on 2 shared CPUs are not that
   // steady, and its floor is not measured.
-  if (s.cuda && s.ref_call_us > 0) {
-    const double floor = std::max(0.0, s.ref_service_us - s.ref_call_us);
+  if (s.cuda && s.ref_floor_us > 0) {
+    const double floor = s.ref_floor_us;
     const double low = cand_free_low_us > 0 ? std::min(cand_free_low_us, cand_free_us) : cand_free_us;
     if (s.cand_service_us - low < floor - limit - kCudaShortFreeShare * low)
       return DripFinding::kShort;
@@ -84,9 +84,12 @@ DripVerdict JudgeDrip(const std::vector<DripSample>& samples, double ref_free_us
     v.short_calls += f == DripFinding::kShort;
     v.conclusive += f != DripFinding::kInconclusive;
     if (!v.detail.empty()) v.detail += "; ";
-    v.detail += fmt::format("candidate {:.2f} us per call, reference {:.2f} us (free {:.2f}) ({})",
+    v.detail += fmt::format("candidate {:.2f} us per call, reference {:.2f} us (free {:.2f}{}) ({})",
                             s.cand_service_us, s.ref_service_us,
                             s.ref_free_us > 0 ? s.ref_free_us : ref_free_us,
+                            s.cuda && s.ref_floor_us > 0
+                                ? fmt::format(", hand-off without its call {:.2f}", s.ref_floor_us)
+                                : "",
                             f == DripFinding::kSlow           ? "slow"
                             : f == DripFinding::kShort        ? "shorter than its hand-off"
                             : f == DripFinding::kInconclusive ? "inconclusive"
@@ -96,6 +99,16 @@ DripVerdict JudgeDrip(const std::vector<DripSample>& samples, double ref_free_us
   v.cheat = odd >= 2 && 4 * odd >= 3 * v.conclusive;
   v.flag = odd >= 1 && !v.cheat;
   return v;
+}
+
+double RefHandOffFloorUs(const std::vector<int64_t>& gap_ns, const std::vector<int64_t>& call_ns) {
+  double floor = 0;
+  for (size_t i = 0; i < gap_ns.size() && i < call_ns.size(); ++i) {
+    if (call_ns[i] <= 0) continue;
+    const double f = std::max(0.0, static_cast<double>(gap_ns[i] - call_ns[i]) / 1e3);
+    floor = floor > 0 ? std::min(floor, f) : f;
+  }
+  return floor;
 }
 
 DripFree FreeTimes(const std::vector<double>& ref_us, const std::vector<double>& cand_us) {

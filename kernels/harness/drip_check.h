@@ -34,6 +34,7 @@
 // Pure functions; no state, any thread.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -44,8 +45,12 @@ struct DripSample {
   double cand_service_us = 0;  // median per call of the candidate's (the slowest rank)
   double ref_free_us = 0;      // the reference's free-running per call just before
                                // (0: use the timed batches' median)
-  double ref_call_us = 0;      // cuda: median of the reference's dripped calls alone, each
-                               // from its start until its work was done (0: not measured)
+  // cuda: the reference's hand-off without its call: per rank, its dripped
+  // call (median gap) less its call alone (median, from the call's start
+  // until its work was done), the least over its ranks (a rank that waits in
+  // a collective for a slower peer has a longer call alone, not a shorter
+  // hand-off); 0: not measured (host backend).
+  double ref_floor_us = 0;
   bool starved = false;        // other load kept the candidate's calls from a CPU
   int calls = 32;              // calls in the drip batch
   bool cuda = false;           // the cuda backend's allowance (below)
@@ -56,9 +61,9 @@ struct DripSample {
 // between batches): inconclusive.
 inline constexpr int kMinDripCalls = 9;
 
-// kShort (cuda only, where DripSample::ref_call_us was measured): the
+// kShort (cuda only, where DripSample::ref_floor_us was measured): the
 // candidate's dripped calls less its free-running time cost less than the
-// reference's hand-off without its call (ref_service - ref_call), beyond the
+// reference's hand-off without its call (ref_floor_us), beyond the
 // same allowance: the harness's part of the hand-off (in the candidate's
 // process) was skipped.
 enum class DripFinding { kConsistent, kSlow, kShort, kInconclusive };
@@ -97,6 +102,13 @@ DripVerdict JudgeDrip(const std::vector<DripSample>& samples, double ref_free_us
 // and its 25th percentile, which kShort judges against (load during most
 // timed batches raises the median and would make its dripped calls look
 // short: red team round 30, finding 4).
+// DripSample::ref_floor_us from the reference ranks' own drip replies: per
+// rank its median gap and its median call alone (ns; a call alone of 0: not
+// measured, that rank ignored), the least difference (us); 0 when no rank
+// measured (red team round 30, finding 8: the greatest gap less the
+// greatest call alone, of two different ranks, is no rank's hand-off).
+double RefHandOffFloorUs(const std::vector<int64_t>& gap_ns, const std::vector<int64_t>& call_ns);
+
 struct DripFree {
   double ref_us = 0, cand_us = 0, cand_low_us = 0;
 };

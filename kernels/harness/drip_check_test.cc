@@ -75,7 +75,7 @@ TEST(DripCheck, CudaHandOffsAreJudgedWithATighterAllowance) {
 // alone, measured in the reference's own drip batch): every call pays it.
 DripSample CudaCall(double ref_service, double cand_service, double ref_call) {
   DripSample s = Cuda(ref_service, cand_service);
-  s.ref_call_us = ref_call;
+  s.ref_floor_us = ref_service - ref_call;
   return s;
 }
 TEST(DripCheck, CudaDripCallsCannotCostLessThanTheHandOffWithoutTheCall) {
@@ -94,7 +94,7 @@ TEST(DripCheck, CudaDripCallsCannotCostLessThanTheHandOffWithoutTheCall) {
   // Without the call's time (host backend, or not measured): no floor.
   EXPECT_EQ(ClassifyDrip(Cuda(22.04, 11.9), 3.56, 1.33), DripFinding::kConsistent);
   DripSample host = S(22.04, 11.9, false);
-  host.ref_call_us = 8;
+  host.ref_floor_us = 14;
   EXPECT_EQ(ClassifyDrip(host, 3.56, 1.33), DripFinding::kConsistent);
   // Two short batches of three convict, as two slow ones do; one flags.
   const DripVerdict agent = JudgeDrip(
@@ -129,6 +129,19 @@ TEST(DripCheck, MeasuredOnAnH100WithThreeWaits) {
       {CudaCall(34.33, 34.68, 11.74), CudaCall(34.71, 34.25, 12.50), CudaCall(33.92, 34.24, 11.74)},
       5.3, 5.5, 5.3);
   EXPECT_FALSE(ref.cheat || ref.flag) << ref.detail;
+}
+
+// Red team round 30, finding 8: at world size > 1 the floor is each rank's
+// own (its gap less its call alone), the least of them; a rank that waited in
+// a collective for a slower peer has a long call alone and an ordinary gap.
+TEST(DripCheck, TheFloorIsEachReferenceRanksOwn) {
+  // Rank 0: gap 24 us, call alone 10 (hand-off 14); rank 1: gap 22, call
+  // alone 12 (10). The greatest gap less the greatest call would be 12.
+  EXPECT_DOUBLE_EQ(RefHandOffFloorUs({24000, 22000}, {10000, 12000}), 10.0);
+  // A rank without the measurement (0) is left out; none: 0 (no floor).
+  EXPECT_DOUBLE_EQ(RefHandOffFloorUs({24000, 22000}, {0, 12000}), 10.0);
+  EXPECT_DOUBLE_EQ(RefHandOffFloorUs({24000}, {0}), 0.0);
+  EXPECT_DOUBLE_EQ(RefHandOffFloorUs({}, {}), 0.0);
 }
 
 // Red team round 30, finding 4: the floor is judged against the candidate's

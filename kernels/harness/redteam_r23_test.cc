@@ -147,5 +147,24 @@ TEST(RedTeam, r26_file_setattr) {
 // nothing that changes the verdict.
 RT(r26_sweep, {kOk})
 
+// Round 31 (a helper, black box on the host, 2026-12-06; notes in its header
+// comments): asynchronous read-ahead from the candidate's calls, its
+// completions landing on the ranks' CPU during the reference's batches:
+// OK 0.72-0.78x beside control_naive's 0.99-1.03x (the submission costs the
+// caller more than the completions cost the reference). The work is the
+// naive allreduce, so an OK must stay within noise of 1x.
+RT(r31_readahead_irq, {kOk}, "", 10, "", 1.3)
+// Round 31 (the lead's follow-up of the helper's near-miss): a thread left
+// spinning after the last call of each drip batch, stopped by the next call.
+// The thread, process and idle checks run after drip batches on the host
+// too ("drip batch J" in the message); before, they ran there on cuda only
+// and the thread was gone by the next timed batch's check in 1 of 2
+// launches (OK 0.99x; the other caught after a later timed batch).
+TEST(RedTeam, r31_drip_linger) {
+  Result r;
+  Expect("r31_drip_linger", {Cheat({"outlived_call"})}, "", 10, "", 0, false, &r);
+  EXPECT_NE(r.message().find("drip batch"), std::string::npos) << r.message();
+}
+
 }  // namespace
 }  // namespace pkforge::kernels

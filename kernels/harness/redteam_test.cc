@@ -152,7 +152,16 @@ RT(mutate_peer_input, {kWrong, Cheat({"input_mutation", "timed_output_reverify"}
 RT(seccomp_foreign_abi, {kWrong, Cheat({"outlived_call"})})
 // Bytes that are not UTF-8 in a failing rank's stderr tail (a proto3 string):
 // the result must still be printed, with the candidate's own status.
-RT(invalid_utf8_stderr, {kRuntime})
+// The stderr tail in the result is valid UTF-8, the candidate's bad bytes
+// U+FFFD (round 31: before, the raw bytes reached the JSON printer, which
+// logged an error and printed them).
+TEST(RedTeam, invalid_utf8_stderr) {
+  Result r;
+  Expect("invalid_utf8_stderr", {kRuntime}, "", 10, "", 0, false, &r);
+  ASSERT_GT(r.failures_size(), 0);
+  const std::string& tail = r.failures(0).stderr_tail();
+  EXPECT_NE(tail.find("candidate says \xEF\xBF\xBD"), std::string::npos) << tail;
+}
 // Kernel-side async work (io_uring SQPOLL + one io-wq worker started in
 // pkf_setup; linked timeout -> write of the outputs into the data memfd):
 // nothing completes while the candidate is frozen. Since 9df51a7 io_uring is
