@@ -30,30 +30,37 @@ size_t Utf8SequenceAt(std::string_view s, size_t i, uint32_t* cp) {
   return len;
 }
 
-bool IsValidUtf8(std::string_view s) {
-  uint32_t cp = 0;
+namespace {
+// Calls good(code point, its bytes) for each well-formed sequence of `s` and
+// bad() for each byte that starts none, in order.
+template <class Good, class Bad>
+void Decode(std::string_view s, Good good, Bad bad) {
   for (size_t i = 0; i < s.size();) {
+    uint32_t cp = 0;
     const size_t n = Utf8SequenceAt(s, i, &cp);
-    if (n == 0) return false;
-    i += n;
+    if (n == 0) {
+      bad();
+      ++i;
+    } else {
+      good(cp, s.substr(i, n));
+      i += n;
+    }
   }
-  return true;
+}
+}  // namespace
+
+bool IsValidUtf8(std::string_view s) {
+  bool ok = true;
+  Decode(s, [](uint32_t, std::string_view) {}, [&] { ok = false; });
+  return ok;
 }
 
 std::string ValidUtf8(std::string_view s) {
   std::string out;
   out.reserve(s.size());
-  for (size_t i = 0; i < s.size();) {
-    uint32_t cp = 0;
-    const size_t n = Utf8SequenceAt(s, i, &cp);
-    if (n == 0) {
-      out += kUtf8Replacement;
-      ++i;
-    } else {
-      out.append(s.substr(i, n));
-      i += n;
-    }
-  }
+  Decode(
+      s, [&](uint32_t, std::string_view seq) { out.append(seq); },
+      [&] { out += kUtf8Replacement; });
   return out;
 }
 
@@ -61,27 +68,22 @@ std::string TerminalSafe(std::string_view s) {
   static constexpr char kHex[] = "0123456789abcdef";
   std::string out;
   out.reserve(s.size());
-  for (size_t i = 0; i < s.size();) {
-    uint32_t cp = 0;
-    const size_t n = Utf8SequenceAt(s, i, &cp);
-    if (n == 0) {
-      out += kUtf8Replacement;
-      ++i;
-      continue;
-    }
-    if ((cp < 0x20 && cp != '\n' && cp != '\t') || cp == 0x7f) {
-      out += "\\x";
-      out += kHex[cp >> 4];
-      out += kHex[cp & 0xf];
-    } else if (cp >= 0x80 && cp <= 0x9f) {
-      out += "\\u00";
-      out += kHex[cp >> 4];
-      out += kHex[cp & 0xf];
-    } else {
-      out.append(s.substr(i, n));
-    }
-    i += n;
-  }
+  auto escape = [&](const char* prefix, uint32_t cp) {
+    out += prefix;
+    out += kHex[cp >> 4];
+    out += kHex[cp & 0xf];
+  };
+  Decode(
+      s,
+      [&](uint32_t cp, std::string_view seq) {
+        if ((cp < 0x20 && cp != '\n' && cp != '\t') || cp == 0x7f)
+          escape("\\x", cp);
+        else if (cp >= 0x80 && cp <= 0x9f)
+          escape("\\u00", cp);
+        else
+          out.append(seq);
+      },
+      [&] { out += kUtf8Replacement; });
   return out;
 }
 

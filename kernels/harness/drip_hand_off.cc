@@ -101,6 +101,7 @@ DripWatch WatchDrip(DripWord* w, uint32_t n, int64_t limit_ms, const std::atomic
     const int64_t t_obs = MonotonicNs();
     if (k >= 1) d.gap_ns.push_back(t_obs - t_prev);
     t_prev = t_obs;
+    d.last_ns = t_obs;
     if (verify(k))
       ++d.matched;
     else if (d.first_bad < 0)
@@ -123,6 +124,7 @@ void RunSelfDrip(ParkedThread* watcher, const std::function<DripWatch()>& watch,
   calls(&c);
   watcher->Wait();
   FillDripReply(d, rep);
+  rep->t1_ns = 0;  // the reference's own drip reply: no tail (protocol.h)
   if (c.rc != 0 || d.stopped) {
     rep->rc = kRcHarness;
     snprintf(rep->message, sizeof rep->message, "the reference's drip batch failed: %.200s",
@@ -139,8 +141,10 @@ void FillDripReply(const DripWatch& d, Reply* rep) {
     rep->t0_ns = s[s.size() / 2];
   }
   // Stopped early: t1_ns = 1 (the candidate's doing when it watched the
-  // candidate: never an error of this reference rank).
-  rep->t1_ns = d.stopped ? 1 : 0;
+  // candidate: never an error of this reference rank); else when the last
+  // return was seen, for the judge's tail (the time from it to the calls'
+  // reply).
+  rep->t1_ns = d.stopped ? 1 : std::max<int64_t>(d.last_ns, 2);
 }
 
 }  // namespace pkforge::kernels

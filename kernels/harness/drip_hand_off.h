@@ -73,6 +73,7 @@ struct DripWatch {
   int64_t first_bad = -1;       // the first call that did not
   bool stopped = false;         // the calls stopped (a failure, or the time limit)
   std::vector<int64_t> gap_ns;  // between two returns seen (calls 1..)
+  int64_t last_ns = 0;          // MonotonicNs when the last return was seen
 };
 
 // The watcher's loop over n calls (see the top). `stop` (the reference
@@ -93,7 +94,9 @@ void RunSelfDrip(ParkedThread* watcher, const std::function<DripWatch()>& watch,
 
 // The watcher's reply (protocol.h "Both drip replies"): value = matched,
 // input_diff = 1 + the first call that did not match (0: none), t0_ns = the
-// median gap between two returns, t1_ns = 1 when the calls stopped early.
+// median gap between two returns, t1_ns = 1 when the calls stopped early,
+// else when the last return was seen (MonotonicNs; the reference's own drip
+// reply replaces it, RunSelfDrip).
 void FillDripReply(const DripWatch& d, Reply* rep);
 
 }  // namespace pkforge::kernels

@@ -74,7 +74,9 @@ enum Op : uint32_t {
                       //       (0: none), t0_ns = the median time between two returns seen
                       //       by the watcher (ns: the calls' throughput),
                       //       t1_ns = 1 when the watched calls stopped before the end
-                      //       (kOpDripWatch: rc stays 0, it is the candidate's doing);
+                      //       (kOpDripWatch: rc stays 0, it is the candidate's doing),
+                      //       else (kOpDripWatch) when the watcher saw the last return
+                      //       (CLOCK_MONOTONIC ns);
                       //       the reference's own (kOpDrip, cuda): t1_ns = the median
                       //       of its calls alone, each from its start until its work
                       //       was done (ns; what of the hand-off is the call's own).

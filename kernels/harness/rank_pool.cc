@@ -429,6 +429,7 @@ bool RankPool::CandRound(const Cmd& cmd, v1::Phase phase, std::vector<Reply>* re
   if (!ok || !refreeze) return ok;
   const int64_t t_recv = MonotonicNs();
   last_reply_ns_ = t_recv - t_send;
+  last_reply_at_ns_ = t_recv;
   if (!Freeze(phase)) return false;
   if (wall_ns != nullptr) *wall_ns = tree_.stopped_at_ns() - t_send;
   if (cmd.op == kOpBatch) Diag("cand", t_send, t_recv, tree_.stopped_at_ns(), *replies);

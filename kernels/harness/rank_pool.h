@@ -124,6 +124,8 @@ class RankPool {
   // ns from the command of the last CandRound to its last reply (the clock
   // of a timed round runs on until the stop is verified).
   int64_t last_reply_ns() const { return last_reply_ns_; }
+  // MonotonicNs when the last CandRound's last reply was read.
+  int64_t last_reply_at_ns() const { return last_reply_at_ns_; }
   // The median, over the reference's timed batches so far, of the time from
   // a batch's command to its first call (the last rank's, after the
   // batch's barrier): how long trusted code took to get going on this
@@ -193,6 +195,7 @@ class RankPool {
   CandidateProcesses ref_tree_;  // the reference ranks, stopped the same way to end their clock
   int frozen_windows_ = 0;
   int64_t last_reply_ns_ = 0;
+  int64_t last_reply_at_ns_ = 0;
   std::vector<double> ref_start_ns_;  // RefStartMedianNs's samples
   // PrintRoundDiag's tallies, by op + (candidate side ? kOpSlots : 0).
   static constexpr int kOpSlots = 32;
