@@ -51,7 +51,8 @@ void Decode(std::string_view s, Good good, Bad bad) {
 
 bool IsValidUtf8(std::string_view s) {
   bool ok = true;
-  Decode(s, [](uint32_t, std::string_view) {}, [&] { ok = false; });
+  Decode(
+      s, [](uint32_t, std::string_view) {}, [&] { ok = false; });
   return ok;
 }
 

@@ -62,7 +62,7 @@ TEST(ValidUtf8, OnlyInvalidBytesAreReplaced) {
   EXPECT_EQ(ValidUtf8("caf\xc3\xa9"), "caf\xc3\xa9");
   EXPECT_EQ(ValidUtf8("\xff\xfe\xc3\x28"), "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD(");
   EXPECT_EQ(ValidUtf8("\xed\xa0\x80"), "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD");  // a surrogate
-  EXPECT_EQ(ValidUtf8("cut \xe2\x9c"), "cut \xEF\xBF\xBD\xEF\xBF\xBD");  // truncated
+  EXPECT_EQ(ValidUtf8("cut \xe2\x9c"), "cut \xEF\xBF\xBD\xEF\xBF\xBD");          // truncated
   EXPECT_EQ(ValidUtf8(std::string_view("a\0b", 3)), std::string("a\0b", 3));
   EXPECT_TRUE(IsValidUtf8(ValidUtf8("\xff\xc0\xaf x \xf4\x90\x80\x80")));
   EXPECT_TRUE(IsValidUtf8("caf\xc3\xa9 \xf0\x9f\x98\x80"));

@@ -5,13 +5,12 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstring>
-
 #include <chrono>
-#include <thread>
+#include <cstring>
 #include <filesystem>
 #include <map>
 #include <sstream>
+#include <thread>
 
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
@@ -22,11 +21,11 @@
 #include "absl/strings/strip.h"
 #include "common/clock.h"
 #include "common/files.h"
+#include "common/log_text.h"
 #include "common/sha256.h"
 #include "common/status.h"
 #include "common/utf8.h"
 #include "executor/gpu_health.h"
-#include "common/log_text.h"
 #include "google/protobuf/util/json_util.h"
 #include "kernels/harness/eval_validation.h"
 #include "kernels/harness/problem.h"

@@ -155,8 +155,8 @@ void CudaRank::DripCalls(const Cmd& cmd, DripWord* w, char* stage, Reply* rep,
           // for (2, 3).
           const char* src = stage;
           for (const Placed& p : in_) {
-            step(cudaMemcpyAsync(At(data_, slot, p), src, p.bytes, cudaMemcpyHostToDevice,
-                                 stream_));
+            step(
+                cudaMemcpyAsync(At(data_, slot, p), src, p.bytes, cudaMemcpyHostToDevice, stream_));
             src += Up256(p.bytes);
           }
           if (waits >= 2) {
@@ -185,8 +185,8 @@ void CudaRank::DripCalls(const Cmd& cmd, DripWord* w, char* stage, Reply* rep,
           // patched a synchronize.
           char* dst = stage + out_at;
           for (const Placed& p : out_) {
-            step(cudaMemcpyAsync(dst, At(data_, slot, p), p.bytes, cudaMemcpyDeviceToHost,
-                                 stream_));
+            step(
+                cudaMemcpyAsync(dst, At(data_, slot, p), p.bytes, cudaMemcpyDeviceToHost, stream_));
             dst += Up256(p.bytes);
           }
           step(waits == 3 ? cudaStreamSynchronize(stream_) : cudaDeviceSynchronize());

@@ -68,7 +68,8 @@ DripFinding ClassifyDrip(const DripSample& s, double ref_free_us, double cand_fr
   // steady, and its floor is not measured.
   if (s.cuda && s.ref_floor_us > 0) {
     const double floor = s.ref_floor_us;
-    const double low = cand_free_low_us > 0 ? std::min(cand_free_low_us, cand_free_us) : cand_free_us;
+    const double low =
+        cand_free_low_us > 0 ? std::min(cand_free_low_us, cand_free_us) : cand_free_us;
     if (s.cand_service_us - low < floor - limit - kCudaShortFreeShare * low)
       return DripFinding::kShort;
   }
@@ -84,16 +85,16 @@ DripVerdict JudgeDrip(const std::vector<DripSample>& samples, double ref_free_us
     v.short_calls += f == DripFinding::kShort;
     v.conclusive += f != DripFinding::kInconclusive;
     if (!v.detail.empty()) v.detail += "; ";
-    v.detail += fmt::format("candidate {:.2f} us per call, reference {:.2f} us (free {:.2f}{}) ({})",
-                            s.cand_service_us, s.ref_service_us,
-                            s.ref_free_us > 0 ? s.ref_free_us : ref_free_us,
-                            s.cuda && s.ref_floor_us > 0
-                                ? fmt::format(", hand-off without its call {:.2f}", s.ref_floor_us)
-                                : "",
-                            f == DripFinding::kSlow           ? "slow"
-                            : f == DripFinding::kShort        ? "shorter than its hand-off"
-                            : f == DripFinding::kInconclusive ? "inconclusive"
-                                                              : "consistent");
+    v.detail += fmt::format(
+        "candidate {:.2f} us per call, reference {:.2f} us (free {:.2f}{}) ({})", s.cand_service_us,
+        s.ref_service_us, s.ref_free_us > 0 ? s.ref_free_us : ref_free_us,
+        s.cuda && s.ref_floor_us > 0
+            ? fmt::format(", hand-off without its call {:.2f}", s.ref_floor_us)
+            : "",
+        f == DripFinding::kSlow           ? "slow"
+        : f == DripFinding::kShort        ? "shorter than its hand-off"
+        : f == DripFinding::kInconclusive ? "inconclusive"
+                                          : "consistent");
   }
   const int odd = v.slow + v.short_calls;
   v.cheat = odd >= 2 && 4 * odd >= 3 * v.conclusive;

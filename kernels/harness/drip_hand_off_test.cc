@@ -73,13 +73,15 @@ TEST(DripHandOff, CallsAreReleasedOneAtATimeAndTheReplySaysWhenTheLastReturned) 
 TEST(DripHandOff, AWatcherThatGivesUpSaysStopped) {
   DripWord w{};
   ArmDrip(&w);
-  DripWatch watch = WatchDrip(&w, 4, 1, nullptr, [](uint32_t) { return true; }, [](uint32_t) {});
+  DripWatch watch = WatchDrip(
+      &w, 4, 1, nullptr, [](uint32_t) { return true; }, [](uint32_t) {});
   EXPECT_TRUE(watch.stopped);
   Reply r = Empty();
   FillDripReply(watch, &r);
   EXPECT_EQ(r.t1_ns, 1);
   Reply calls = Empty();
-  RunDripCalls(4, &w, [](uint32_t) { return 0; }, &calls);
+  RunDripCalls(
+      4, &w, [](uint32_t) { return 0; }, &calls);
   EXPECT_EQ(calls.rc, -3) << calls.message;  // abandoned: the watcher gave up
 }
 
@@ -93,8 +95,15 @@ TEST(DripHandOff, TheReferencesOwnDripReplyHasNoTail) {
   Reply rep = Empty();
   RunSelfDrip(
       &parked,
-      [&] { return WatchDrip(&w, 10, 10'000, nullptr, [](uint32_t) { return true; }, [](uint32_t) {}); },
-      [&](Reply* c) { RunDripCalls(10, &w, [](uint32_t) { return 0; }, c); }, &rep);
+      [&] {
+        return WatchDrip(
+            &w, 10, 10'000, nullptr, [](uint32_t) { return true; }, [](uint32_t) {});
+      },
+      [&](Reply* c) {
+        RunDripCalls(
+            10, &w, [](uint32_t) { return 0; }, c);
+      },
+      &rep);
   EXPECT_EQ(rep.rc, 0) << rep.message;
   EXPECT_EQ(rep.value, 10u);
   EXPECT_EQ(rep.t1_ns, 0);

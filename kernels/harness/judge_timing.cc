@@ -410,8 +410,7 @@ bool Judge::DripPair(const Cmd& batch, int j, v1::Phase ph, double overhead_us) 
   // calls' side replies right after its last return; one whose first call did
   // the batch's hand-offs itself replays the harness's calls after it (red
   // team round 30, finding 1c). Measured, not judged yet (diagnostics).
-  const double tail_us =
-      last_return > 2 ? (pool_.last_reply_at_ns() - last_return) / 1e3 : -1;
+  const double tail_us = last_return > 2 ? (pool_.last_reply_at_ns() - last_return) / 1e3 : -1;
   if (deferred >= 0) {
     out_.Cheat("batch_drip",
                fmt::format("drip batch {}: rank {}'s call {} returned before its outputs matched "

@@ -1,28 +1,28 @@
 #include "kernels/harness/rank_pool.h"
 
 #include <fcntl.h>
-#include <sys/ioctl.h>
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <cmath>
 #include <cerrno>
 #include <chrono>
-#include <cstdlib>
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <string_view>
 #include <thread>
 
-#include "common/unix_gc.h"
 #include "common/stats.h"
+#include "common/unix_gc.h"
 #include "common/utf8.h"
 #include "fmt/format.h"
 
