@@ -104,10 +104,14 @@ DripVerdict JudgeDrip(const std::vector<DripSample>& samples, double ref_free_us
 
 double RefHandOffFloorUs(const std::vector<int64_t>& gap_ns, const std::vector<int64_t>& call_ns) {
   double floor = 0;
+  bool seen = false;
   for (size_t i = 0; i < gap_ns.size() && i < call_ns.size(); ++i) {
     if (call_ns[i] <= 0) continue;
+    // A rank whose call alone took its whole gap leaves no floor (0): the
+    // least over the ranks, never a larger one instead.
     const double f = std::max(0.0, static_cast<double>(gap_ns[i] - call_ns[i]) / 1e3);
-    floor = floor > 0 ? std::min(floor, f) : f;
+    floor = seen ? std::min(floor, f) : f;
+    seen = true;
   }
   return floor;
 }

@@ -141,6 +141,8 @@ TEST(DripCheck, TheFloorIsEachReferenceRanksOwn) {
   // A rank without the measurement (0) is left out; none: 0 (no floor).
   EXPECT_DOUBLE_EQ(RefHandOffFloorUs({24000, 22000}, {0, 12000}), 10.0);
   EXPECT_DOUBLE_EQ(RefHandOffFloorUs({24000}, {0}), 0.0);
+  // A rank whose call alone took its whole gap: no floor at all.
+  EXPECT_DOUBLE_EQ(RefHandOffFloorUs({9000, 22000}, {9500, 12000}), 0.0);
   EXPECT_DOUBLE_EQ(RefHandOffFloorUs({}, {}), 0.0);
 }
 

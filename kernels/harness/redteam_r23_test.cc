@@ -156,15 +156,12 @@ RT(r26_sweep, {kOk})
 RT(r31_readahead_irq, {kOk}, "", 10, "", 1.3)
 // Round 31 (the lead's follow-up of the helper's near-miss): a thread left
 // spinning after the last call of each drip batch, stopped by the next call.
-// The thread, process and idle checks run after drip batches on the host
-// too ("drip batch J" in the message); before, they ran there on cuda only
-// and the thread was gone by the next timed batch's check in 1 of 2
-// launches (OK 0.99x; the other caught after a later timed batch).
-TEST(RedTeam, r31_drip_linger) {
-  Result r;
-  Expect("r31_drip_linger", {Cheat({"outlived_call"})}, "", 10, "", 0, false, &r);
-  EXPECT_NE(r.message().find("drip batch"), std::string::npos) << r.message();
-}
+// On the host the thread, process and idle checks run after timed batches,
+// not after drip batches (judge_timing.cc DripPair says why): the thread is
+// caught after a later timed batch or is gone by then (OK 0.99x in 1 of 2
+// launches). It gains nothing (the candidate is frozen between rounds): an
+// OK must stay at the naive allreduce's speed.
+RT(r31_drip_linger, {Cheat({"outlived_call"}), kOk}, "", 10, "", 1.3)
 
 }  // namespace
 }  // namespace pkforge::kernels
