@@ -19,7 +19,8 @@
 #   scripts/gpu-session.sh s18a|s18b  session 18's calls for the next session (below)
 #   scripts/gpu-session.sh s19a  session 19: the block-reduced, batched checks (below)
 #   scripts/gpu-session.sh s20a  session 20: the GPU tests no call reached after the moves
-#   scripts/gpu-session.sh s21a|s21b|s21c|s21d  session 21's calls (below)
+#   scripts/gpu-session.sh s22a  the next session's first call (below)
+#   scripts/gpu-session.sh s21a|s21b|s21c|s21d|s21e  session 21's calls (below)
 #   scripts/gpu-session.sh s20b|s20c|s20d  session 20: the cuda drip batches (below)
 #   scripts/gpu-session.sh c     session 16's leftovers: control_linger_once (the idle
 #                                probe's excuse now named), the whole oracle test (only 65
@@ -355,6 +356,25 @@ if [[ "$PART" == s21e ]]; then
   # Session 21, last call: three waits a dripped call (the default again,
   # with the new floor, kShort) on every naive cuda candidate.
   t naive 250 $H $B/kernels/kernels_gpu_test --gtest_filter='*EveryNaiveCudaCandidateIsOk*'
+fi
+if [[ "$PART" == s22a ]]; then
+  # Next session, first call: the drip tail (from a watcher's last return
+  # to the candidate's reply) of honest candidates against r28_drip_agent's
+  # takeover, the judge's numbers for a tail rule; then the whole oracle
+  # sweep (95 of 126 fit 190 s in s21c) and #17's precise-timing fidelity.
+  C=$B/kernels/candidates
+  for c in ref_cuda_allreduce redteam_cuda_r15_control_kernel_copy \
+           redteam_cuda_r15_control_graph_update redteam_cuda_r28_drip_agent; do
+    t "tail_$c" 30 PKFORGE_TIMING_DIAG=1 $H $B/bin/pkforge-worker launch --problem allreduce \
+      --backend cuda --world-size 1 --dtype f32 --size tiny --trials 2 --warmup 1 --iters 6 \
+      --timeout 30 --json $C/$c.so
+    grep -h "^drip [0-9]*:" "/tmp/gpu-logs/logs/tail_$c.log" | sed 's/.*per call: //' | cut -c1-200
+  done
+  t oracle 290 $H $B/kernels/kernels_gpu_test --gtest_filter=*CudaReferenceMatchesHostOracle*
+  W="$B/bin/pkforge-worker bench --backend cuda --candidates $B/kernels/candidates"
+  t fidelity_precise 200 $H $W --world-size 1 --size default --repeats 3 --precise-timing \
+    --problems allgather_gemm_at,ulysses_gather_seq_scatter_heads_qkv
+  tail -n 8 /tmp/gpu-logs/logs/fidelity_precise.log
 fi
 if [[ "$PART" == s21d ]]; then
   # #17: identical-candidate fidelity of the three problems that read
