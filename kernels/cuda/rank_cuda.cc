@@ -509,8 +509,7 @@ void CudaRank::Gen(int slot, uint64_t seed, bool candidate_too, bool finish, Rep
   if (candidate_too && !EnsureCandData(rep)) return;
   for (size_t i = 0; i < in_.size(); ++i) {
     const Placed& p = in_[i];
-    const uint64_t key =
-        StreamKey(seed, p.desc.replicated ? kReplicatedRank : o_.rank, static_cast<uint32_t>(i));
+    const uint64_t key = InputKey(seed, p, o_.rank, i);
     if (Failed(rep,
                GenerateInput(At(data_, slot, p), p.dtype, key, p.numel, stream_, p.desc.lo,
                              p.desc.hi),

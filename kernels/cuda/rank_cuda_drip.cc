@@ -111,8 +111,7 @@ DripWord* CudaRank::CandDripWord() const {
 cudaError_t CudaRank::DecoyInputs(char* base, int slot, uint64_t seed, cudaStream_t stream) {
   for (size_t i = 0; i < in_.size(); ++i) {
     const Placed& p = in_[i];
-    const uint64_t key =
-        StreamKey(seed, p.desc.replicated ? kReplicatedRank : o_.rank, static_cast<uint32_t>(i));
+    const uint64_t key = InputKey(seed, p, o_.rank, i);
     const cudaError_t e =
         GenerateInput(At(base, slot, p), p.dtype, key, p.numel, stream, p.desc.lo, p.desc.hi);
     if (e != cudaSuccess) return e;

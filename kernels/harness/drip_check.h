@@ -63,9 +63,9 @@ inline constexpr int kMinDripCalls = 9;
 
 // kShort (cuda only, where DripSample::ref_floor_us was measured): the
 // candidate's dripped calls less its free-running time cost less than the
-// reference's hand-off without its call (ref_floor_us), beyond the
-// same allowance: the harness's part of the hand-off (in the candidate's
-// process) was skipped.
+// reference's hand-off without its call (ref_floor_us), beyond the same
+// allowance and 15% of its low free-running time (drip_check.cc): the
+// harness's part of the hand-off (in the candidate's process) was skipped.
 enum class DripFinding { kConsistent, kSlow, kShort, kInconclusive };
 
 // One drip batch against the free-running per-call times (the candidate's:

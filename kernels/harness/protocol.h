@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "kernels/harness/problem.h"
+#include "kernels/harness/rng.h"
 #include "kernels/harness/siphash.h"
 
 namespace pkforge::kernels {
@@ -121,7 +122,8 @@ inline constexpr uint32_t kDripCalls = 32;
 // cuda: the calls of a drip batch the reference rank buffers (host copies
 // of each call's expected outputs and of its inputs, for both watchers;
 // 256 MiB at most, allocated in its setup before any candidate code runs;
-// and no more than the snapshots the judge's check after the batch uses). 0: no cuda drip batches for this problem and size (a batch of
+// and no more than the snapshots the judge's check after the batch uses).
+// 0: no cuda drip batches for this problem and size (a batch of
 // fewer calls would be inconclusive: drip_check.h kMinDripCalls = 9; long
 // calls gain nothing from amortization anyway). Judge and ranks compute it
 // alike, from one rank's input and output bytes.
@@ -235,6 +237,14 @@ struct Placed {
   pkf_dtype dtype = PKF_F32;  // desc.dtype, else the evaluation's dtype
   TensorDesc desc;
 };
+
+// The generator key of input `i` of `rank` from a call's seed (BatchSeed,
+// DecoySeed); a replicated tensor has one key on every rank. The host and
+// cuda ranks both derive it here, so their inputs agree (the oracle tests).
+inline uint64_t InputKey(uint64_t seed, const Placed& p, int rank, size_t i) {
+  return StreamKey(seed, p.desc.replicated ? kReplicatedRank : static_cast<uint32_t>(rank),
+                   static_cast<uint32_t>(i));
+}
 
 struct DataLayout {
   int world = 0;

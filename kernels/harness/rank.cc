@@ -312,9 +312,7 @@ class Rank {
     for (uint32_t k = kDripLead; k < cmd.count; ++k)
       for (size_t i = 0; i < ins.size(); ++i) {
         const Placed& p = ins[i];
-        const uint64_t key = StreamKey(DecoySeed(cmd.seed, k),
-                                       p.desc.replicated ? kReplicatedRank : o_.rank,
-                                       static_cast<uint32_t>(i));
+        const uint64_t key = InputKey(DecoySeed(cmd.seed, k), p, o_.rank, i);
         FillInput(base + layout_.SlotBase(static_cast<int>(cmd.SlotAt(k))) + p.offset, p, key);
       }
   }
@@ -411,8 +409,7 @@ class Rank {
     const auto& ins = layout_.in[o_.rank];
     for (size_t i = 0; i < ins.size(); ++i) {
       const Placed& p = ins[i];
-      const uint64_t key =
-          StreamKey(seed, p.desc.replicated ? kReplicatedRank : o_.rank, static_cast<uint32_t>(i));
+      const uint64_t key = InputKey(seed, p, o_.rank, i);
       char* dst = data_ + layout_.SlotBase(slot) + p.offset;
       FillInput(dst, p, key);  // the tensor's own dtype (integer ids: its range)
       if (candidate_too) std::memcpy(cand_data_ + layout_.SlotBase(slot) + p.offset, dst, p.bytes);
