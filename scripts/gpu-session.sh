@@ -19,7 +19,7 @@
 #   scripts/gpu-session.sh s18a|s18b  session 18's calls for the next session (below)
 #   scripts/gpu-session.sh s19a  session 19: the block-reduced, batched checks (below)
 #   scripts/gpu-session.sh s20a  session 20: the GPU tests no call reached after the moves
-#   scripts/gpu-session.sh s22a  the next session's first call (below)
+#   scripts/gpu-session.sh s22a|s22b|s22c  session 22's calls (below)
 #   scripts/gpu-session.sh s21a|s21b|s21c|s21d|s21e  session 21's calls (below)
 #   scripts/gpu-session.sh s20b|s20c|s20d  session 20: the cuda drip batches (below)
 #   scripts/gpu-session.sh c     session 16's leftovers: control_linger_once (the idle
@@ -375,6 +375,36 @@ if [[ "$PART" == s22a ]]; then
   t fidelity_precise 200 $H $W --world-size 1 --size default --repeats 3 --precise-timing \
     --problems allgather_gemm_at,ulysses_gather_seq_scatter_heads_qkv
   tail -n 8 /tmp/gpu-logs/logs/fidelity_precise.log
+fi
+if [[ "$PART" == s22b ]]; then
+  # Session 22: the queued drip batches (PKFORGE_DRIP_WAITS=0: the calls'
+  # side's hand-off as GPU stream waits and writes) against three waits a
+  # call: honest candidates and the takeovers, per-call drip lines; then the
+  # naive cuda sweep and the drip-sensitive red team queued.
+  C=$B/kernels/candidates
+  for m in 0 3; do
+    for c in ref_cuda_allreduce naive_cuda_allreduce redteam_cuda_r15_control_kernel_copy \
+             redteam_cuda_r15_control_graph_update redteam_cuda_r15_chunk_k8 \
+             redteam_cuda_r28_chunk_paced redteam_cuda_r28_drip_agent \
+             redteam_cuda_r32_drip_spin_agent redteam_cuda_r32_drip_gpu_agent \
+             redteam_cuda_r32_drip_gpu_agent_pad redteam_cuda_r32_control_sync_in_run \
+             redteam_cuda_r28_control_malloc_async; do
+      t "q${m}_$c" 30 PKFORGE_DRIP_WAITS=$m PKFORGE_TIMING_DIAG=1 $H $B/bin/pkforge-worker \
+        launch --problem allreduce --backend cuda --world-size 1 --dtype f32 --size tiny \
+        --trials 2 --warmup 1 --iters 6 --timeout 30 --json $C/$c.so
+      echo "-- $m $c: $(grep -ho '"status": *"[A-Z_]*"' "/tmp/gpu-logs/logs/q${m}_$c.log" | head -1) $(grep -ho '"speedup": *[0-9.]*' "/tmp/gpu-logs/logs/q${m}_$c.log" | head -1)"
+      grep -h "^drip [0-9]*:" "/tmp/gpu-logs/logs/q${m}_$c.log" | sed 's/.*per call: //' | cut -c1-200
+      grep -h "queued drip\|returned 9" "/tmp/gpu-logs/logs/q${m}_$c.log" | head -2
+    done
+  done
+  t naive_q 250 PKFORGE_DRIP_WAITS=0 $H $B/kernels/kernels_gpu_test --gtest_filter='*EveryNaiveCudaCandidateIsOk*'
+  t redteam_q 150 PKFORGE_DRIP_WAITS=0 PKFORGE_REDTEAM_PENDING=1 $H $B/kernels/redteam_gpu_test \
+    --gtest_filter='*r15_*:*r28_*:*r32_*:*drip*:*side_stream*:*patch_device_sync*'
+fi
+if [[ "$PART" == s22c ]]; then
+  # Session 22: the whole red team and the executor queued.
+  t redteam_q 300 PKFORGE_DRIP_WAITS=0 $H $B/kernels/redteam_gpu_test
+  t executor_q 180 PKFORGE_DRIP_WAITS=0 $H $B/executor/executor_gpu_test
 fi
 if [[ "$PART" == s21d ]]; then
   # #17: identical-candidate fidelity of the three problems that read

@@ -169,6 +169,10 @@ int CudaRank::Main() {
     peer_mailbox_ = static_cast<char*>(*peer);
   }
 
+  // The drip watcher thread, pinned where the judge said (queued drip
+  // batches spin on it), now: the filter below makes sched_setaffinity a
+  // silent no-op (red team round 32).
+  if (ref_) StartDripWatcher();
   if (!ref_) {
     // Before any candidate code is loaded; the hello is the one reply of
     // this process the judge can trust. (Reference ranks become

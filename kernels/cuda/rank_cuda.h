@@ -42,7 +42,8 @@ inline bool Failed(Reply* rep, ncclResult_t e, const char* what) {
   return true;
 }
 
-// PKFORGE_DRIP_WAITS (rank_cuda_drip.cc), read once: 3 (default), 2 or 1.
+// PKFORGE_DRIP_WAITS (rank_cuda_drip.cc), read once: 3 (default), 2, 1, or
+// 0 (the batch queued on the GPU: stream waits and writes on the drip word).
 int DripWaits();
 
 class CudaRank {
@@ -77,8 +78,15 @@ class CudaRank {
   void Idle(const Cmd& cmd, Reply* rep);
 
   // Drip batches (rank_cuda_drip.cc; protocol.h kOpDrip, CudaDripCalls).
+  void StartDripWatcher();
   void AllocateDrip();
+  void AllocateQueuedDrip();
+  DripWait WatchMode() const;
   DripWord* CandDripWord() const;
+  // This rank's drip word in its own side's mailbox: the candidate's calls
+  // side, or the reference's own drip batch (the reference side's mailbox
+  // is no candidate's).
+  DripWord* OwnDripWord() const;
   // Rank o_.rank's staging memory in a side's mailbox: inputs, then outputs.
   char* Stage(char* mailbox) const {
     return mailbox + kCudaMailboxStageOffset + static_cast<int64_t>(o_.rank) * stage_bytes_;
@@ -86,6 +94,9 @@ class CudaRank {
   cudaError_t DecoyInputs(char* base, int slot, uint64_t seed, cudaStream_t stream);
   void DripCalls(const Cmd& cmd, DripWord* w, char* stage, Reply* rep,
                  std::vector<int64_t>* call_ns = nullptr);
+  void DripCallsQueued(const Cmd& cmd, DripWord* w, char* stage, Reply* rep,
+                       std::vector<int64_t>* call_ns);
+  bool Queued() const { return drip_word_dev_ != 0; }
   bool StagedOutputsMatch(const char* stage, uint32_t k) const;
   void StageInputs(char* stage, uint32_t k) const;
   void SelfDrip(const Cmd& cmd, Reply* rep);
@@ -154,8 +165,22 @@ class CudaRank {
   // both watchers; drip_for_ names that batch.
   std::vector<char> drip_golden_, drip_stash_;
   Cmd drip_for_{};
-  std::unique_ptr<ParkedThread> drip_watcher_;  // the reference's own drip watcher
-  DripWord self_drip_{};
+  // The reference's drip watcher: its own drip batch's, and with queued
+  // batches the candidate's too; on its own CPU when watcher_pinned_.
+  std::unique_ptr<ParkedThread> drip_watcher_;
+  bool watcher_pinned_ = false;
+  // Queued drip batches (PKFORGE_DRIP_WAITS=0; AllocateDrip): the stream
+  // memory operations, OwnDripWord's page mapped for the GPU (0: the
+  // batches wait on the CPU), and two timing events a call (its start and
+  // end on the GPU: the reference's call alone).
+  decltype(&cuStreamWaitValue32) wait_value_ = nullptr;
+  decltype(&cuStreamWriteValue32) write_value_ = nullptr;
+  CUdeviceptr drip_word_dev_ = 0;
+  std::vector<cudaEvent_t> drip_call_ev_;
+  // The end of a queued batch, waited for asleep (cudaEventBlockingSync,
+  // whatever device flags a candidate sets): the calls' side leaves the
+  // pair's CPU to a watcher that has none of its own.
+  cudaEvent_t drip_done_ev_ = nullptr;
   // A dripped call's joins with the legacy default stream (DripCalls): the
   // staged inputs' copy done before it, its outputs' copy after it.
   cudaEvent_t drip_in_ev_ = nullptr, drip_legacy_ev_ = nullptr;

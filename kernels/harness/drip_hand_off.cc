@@ -1,5 +1,7 @@
 #include "kernels/harness/drip_hand_off.h"
 
+#include <sched.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
@@ -78,10 +80,37 @@ void RunDripCalls(uint32_t n, DripWord* w, const std::function<int(uint32_t)>& c
   }
 }
 
+namespace {
+
+inline void CpuRelax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
+
+}  // namespace
+
+bool PinThisThread(int cpu) {
+  if (cpu < 0 || cpu >= CPU_SETSIZE) return false;
+  cpu_set_t want;
+  CPU_ZERO(&want);
+  CPU_SET(cpu, &want);
+  if (sched_setaffinity(0, sizeof want, &want) != 0) return false;
+  // Read back: under the candidate's seccomp filter (which the reference
+  // ranks load too) sched_setaffinity "succeeds" and does nothing.
+  cpu_set_t now;
+  CPU_ZERO(&now);
+  return sched_getaffinity(0, sizeof now, &now) == 0 && CPU_EQUAL(&now, &want);
+}
+
 DripWatch WatchDrip(DripWord* w, uint32_t n, int64_t limit_ms, const std::atomic<uint32_t>* stop,
                     const std::function<bool(uint32_t)>& verify,
-                    const std::function<void(uint32_t)>& release) {
+                    const std::function<void(uint32_t)>& release, DripWait how) {
   DripWatch d;
+  const bool spin = how != DripWait::kFutex;
+  const bool yield = how == DripWait::kSpinYield;
   const int64_t deadline = MonotonicNs() + limit_ms * 1'000'000;
   int64_t t_prev = 0;
   for (uint32_t k = 0; k < n; ++k) {
@@ -96,7 +125,13 @@ DripWatch WatchDrip(DripWord* w, uint32_t n, int64_t limit_ms, const std::atomic
         WakeAll(&w->released);
         return d;
       }
-      WaitWhileEquals(&w->returned, r, 10'000'000);
+      if (!spin) {
+        WaitWhileEquals(&w->returned, r, 10'000'000);
+      } else if (yield) {
+        sched_yield();
+      } else {
+        CpuRelax();
+      }
     }
     const int64_t t_obs = MonotonicNs();
     if (k >= 1) d.gap_ns.push_back(t_obs - t_prev);
@@ -109,7 +144,7 @@ DripWatch WatchDrip(DripWord* w, uint32_t n, int64_t limit_ms, const std::atomic
     if (k + kDripLead < n) {
       release(k + kDripLead);
       w->released.store(k + kDripLead + 1, std::memory_order_release);
-      WakeAll(&w->released);
+      if (!spin) WakeAll(&w->released);
     }
   }
   return d;

@@ -15,7 +15,12 @@
 //     candidate code runs.
 // Waits sleep on a futex, never spin: the calls' side and its watcher share
 // one CPU (rank_pool_start.cc pins rank r of both sides, and the reference's
-// watcher thread, to one CPU).
+// watcher thread, to one CPU). Except DripWait::kSpin (the cuda backend's
+// queued drip batches, rank_cuda_drip.cc): the GPU writes `returned` and
+// wakes nobody, so the watcher spins, on a thread of its own pinned to a CPU
+// of its own (PinThisThread, before the seccomp filter that ignores
+// sched_setaffinity); kSpinYield where no CPU was left for it (it shares the
+// pair's, which the calls' side leaves asleep while the GPU works).
 // Thread safety: RunDripCalls and WatchDrip run on two different threads
 // or processes over one DripWord; ParkedThread: Run and Wait from one thread.
 #pragma once
@@ -58,6 +63,11 @@ class ParkedThread {
   std::thread t_;  // last: starts once the rest is constructed
 };
 
+// Pins the calling thread to `cpu` and reads its affinity back: true when
+// it is now that CPU alone (false under the candidate's seccomp filter,
+// which makes sched_setaffinity a silent no-op, or for a CPU not allowed).
+bool PinThisThread(int cpu);
+
 // Arms a drip word: the first kDripLead calls released, none returned.
 void ArmDrip(DripWord* w);
 
@@ -81,9 +91,13 @@ struct DripWatch {
 // judge once the calls' side has replied; a return still awaited then never
 // comes. The calls' side's last store to `returned` precedes its reply, so a
 // load after seeing `stop` is final. limit_ms bounds the whole batch.
+// how: kFutex sleeps until the calls' side wakes it; kSpin polls (above)
+// and releases without a futex wake (nothing of the harness sleeps on
+// `released` then).
+enum class DripWait { kFutex, kSpin, kSpinYield };
 DripWatch WatchDrip(DripWord* w, uint32_t n, int64_t limit_ms, const std::atomic<uint32_t>* stop,
                     const std::function<bool(uint32_t)>& verify,
-                    const std::function<void(uint32_t)>& release);
+                    const std::function<void(uint32_t)>& release, DripWait how = DripWait::kFutex);
 
 // The reference's own drip batch: `watch` (a WatchDrip) on `watcher`, the
 // calls (`calls`, filling the calls' reply) on this thread, then the reply:

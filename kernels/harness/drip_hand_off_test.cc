@@ -1,11 +1,19 @@
 #include "kernels/harness/drip_hand_off.h"
 
+#include <sched.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstring>
 #include <thread>
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "kernels/harness/containment.h"
+#include "kernels/harness/rank_pool.h"
 #include "kernels/harness/shm.h"
 
 namespace pkforge::kernels {
@@ -108,6 +116,91 @@ TEST(DripHandOff, TheReferencesOwnDripReplyHasNoTail) {
   EXPECT_EQ(rep.value, 10u);
   EXPECT_EQ(rep.t1_ns, 0);
   EXPECT_GT(rep.t0_ns, 0);
+}
+
+// A queued cuda drip batch's GPU waits for released >= k + 1 with a cyclic
+// comparison ((int32_t)(*word - value) >= 0, cuStreamWaitValue32 GEQ): a
+// watcher that gives up must end every such wait, or the calls' side never
+// drains (0xffffffff, the old value, ends none of them).
+TEST(DripHandOff, TheAbortValueEndsEveryQueuedWait) {
+  for (uint32_t k = 0; k <= kDripCalls + kDripLead; ++k)
+    EXPECT_GE(static_cast<int32_t>(kDripAbort - (k + 1)), 0) << "call " << k;
+  EXPECT_GT(kDripAbort, kDripCalls + kDripLead);  // never a count of calls
+}
+
+// A spinning watcher (DripWait::kSpin, the queued cuda batches): returns
+// that nobody wakes it for (the GPU writes `returned`) are seen at once, not
+// after a futex time-out (10 ms each); kSpinYield the same.
+TEST(DripHandOff, ASpinningWatcherSeesUnwokenReturns) {
+  for (DripWait how : {DripWait::kSpin, DripWait::kSpinYield}) {
+    constexpr uint32_t kCalls = 16;
+    DripWord w{};
+    ArmDrip(&w);
+    DripWatch watch;
+    std::thread watcher([&] {
+      watch = WatchDrip(
+          &w, kCalls, 10'000, nullptr, [](uint32_t) { return true; }, [](uint32_t) {}, how);
+    });
+    // The "GPU": returns stored without a wake, each once its call was
+    // released.
+    for (uint32_t k = 0; k < kCalls; ++k) {
+      while (w.released.load(std::memory_order_acquire) <= k) std::this_thread::yield();
+      // Late enough that a futex sleeper would already be asleep.
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+      w.returned.store(k + 1, std::memory_order_release);
+    }
+    watcher.join();
+    EXPECT_FALSE(watch.stopped);
+    EXPECT_EQ(watch.matched, kCalls);
+    ASSERT_EQ(watch.gap_ns.size(), kCalls - 1);
+    std::vector<int64_t> g = watch.gap_ns;
+    std::nth_element(g.begin(), g.begin() + g.size() / 2, g.end());
+    // A futex wait would have slept its 10 ms time-out at every return.
+    EXPECT_LT(g[g.size() / 2], 5'000'000) << static_cast<int>(how);
+  }
+}
+
+// The spinning watcher's CPU: PinThisThread pins and says so; under the
+// candidate's seccomp filter (which the cuda reference ranks load too)
+// sched_setaffinity "succeeds" and does nothing, which it must report,
+// so the cuda rank pins its watcher before loading the filter (red team
+// round 32: a watcher that believed itself moved spun on the pair's CPU).
+TEST(DripHandOff, PinningAThreadIsReadBackAndTheFilterMakesItANoOp) {
+  cpu_set_t all;
+  CPU_ZERO(&all);
+  ASSERT_EQ(sched_getaffinity(0, sizeof all, &all), 0);
+  std::vector<int> cpus;
+  for (int c = 0; c < CPU_SETSIZE; ++c)
+    if (CPU_ISSET(c, &all)) cpus.push_back(c);
+  if (cpus.size() < 2) GTEST_SKIP() << "one CPU allowed";
+  std::thread([&] { EXPECT_TRUE(PinThisThread(cpus[1])); }).join();
+  EXPECT_FALSE(PinThisThread(-1));
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    if (!LoadCandidateSeccompFilter(false, false, false).ok()) _exit(2);
+    _exit(PinThisThread(cpus[1]) ? 1 : 0);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "1: the filtered pin read as done; 2: no filter";
+}
+
+// Where the judge puts the ranks and the queued drip watchers: pairs after
+// the judge's CPU, watchers after the pairs, none where no CPU is left.
+TEST(DripHandOff, WatchersGetCpusOfTheirOwnAfterThePairs) {
+  std::vector<int> sixteen;
+  for (int c = 0; c < 16; ++c) sixteen.push_back(c);
+  EXPECT_EQ(RankCpus(sixteen, 1), std::vector<int>({1}));
+  EXPECT_EQ(WatcherCpus(sixteen, 1), std::vector<int>({2}));
+  EXPECT_EQ(RankCpus(sixteen, 8), std::vector<int>({1, 2, 3, 4, 5, 6, 7, 8}));
+  EXPECT_EQ(WatcherCpus(sixteen, 8), std::vector<int>({9, 10, 11, 12, 13, 14, 15, -1}));
+  EXPECT_EQ(RankCpus({0, 1}, 1), std::vector<int>({1}));
+  EXPECT_EQ(WatcherCpus({0, 1}, 1), std::vector<int>({-1}));
+  EXPECT_EQ(RankCpus({5}, 2), std::vector<int>({5, 5}));
+  EXPECT_EQ(WatcherCpus({5}, 2), std::vector<int>({-1, -1}));
+  EXPECT_EQ(WatcherCpus({3, 7, 9}, 1), std::vector<int>({9}));
 }
 
 }  // namespace

@@ -101,8 +101,11 @@ inline constexpr uint32_t kDripLead = 1;
 // timed batches pay no copy).
 inline constexpr uint64_t kIdleWithCopies = 1;
 // returned == kDripAbort: the calls stopped (a call failed); released ==
-// kDripAbort: the watcher gave up.
-inline constexpr uint32_t kDripAbort = 0xffffffffu;
+// kDripAbort: the watcher gave up. The largest positive int32: a GPU's
+// stream wait for released >= k (cuStreamWaitValue32 GEQ compares
+// (int32_t)(*word - k) >= 0) ends on it too, so a queued cuda drip batch
+// (rank_cuda_drip.cc, PKFORGE_DRIP_WAITS=0) drains when its watcher gives up.
+inline constexpr uint32_t kDripAbort = 0x7fffffffu;
 
 // One rank's drip hand-off words, in its side's data segment after the slots
 // (DataLayout::drip_offset + rank * kDripWordBytes). On the candidate side

@@ -33,6 +33,10 @@ struct RankOptions {
   uint64_t flag_count = 0;
   std::string candidate;  // cand: path of the .so
   std::vector<std::string> writable;  // cand: folders it may write beneath (host ranks)
+  // cuda ref: the CPU of its drip watcher thread when the batches are
+  // queued (kernels/cuda/rank_cuda_drip.cc), none of the rank pairs' nor
+  // the judge's (rank_pool.h WatcherCpus); -1: none to spare.
+  int watcher_cpu = -1;
 };
 
 // Returns the process exit code.

@@ -22,6 +22,7 @@ inline void AddRankFlags(CLI::App* cmd, RankOptions* o) {
   cmd->add_option("--flag-count", o->flag_count)->required();
   cmd->add_option("--candidate", o->candidate);
   cmd->add_option("--writable", o->writable);
+  cmd->add_option("--watcher-cpu", o->watcher_cpu);
 }
 
 }  // namespace pkforge::kernels

@@ -52,6 +52,15 @@
 
 namespace pkforge::kernels {
 
+// Where the ranks run (PKFORGE_PIN_RANKS, rank_pool_start.cc), from the
+// judge's allowed CPUs: reference rank r and candidate rank r share one CPU,
+// the first allowed one left to the judge when there is more than one
+// (RankCpus); a cuda reference rank's drip watcher thread, which spins in a
+// queued drip batch (kernels/cuda/rank_cuda_drip.cc), gets a CPU of its own
+// after those, -1 where none is left (WatcherCpus). Pure functions.
+std::vector<int> RankCpus(const std::vector<int>& allowed, int world);
+std::vector<int> WatcherCpus(const std::vector<int>& allowed, int world);
+
 // One rank process and the judge's ends of its pipes.
 struct RankProc {
   bool ref = false;
@@ -205,6 +214,7 @@ class RankPool {
   int64_t oom_kills0_ = -1;  // the kernel's OOM kill count when the ranks started
   int window_violations_ = 0;
   std::string window_detail_;
+  std::vector<int> watcher_cpus_;  // WatcherCpus, cuda only
 };
 
 }  // namespace pkforge::kernels

@@ -79,18 +79,13 @@ bool PinRanks() {
   }();
   return on;
 }
-std::vector<int> RankCpus(int world) {
+std::vector<int> AllowedCpus() {
   cpu_set_t set;
   std::vector<int> allowed;
   if (sched_getaffinity(0, sizeof set, &set) == 0)
     for (int c = 0; c < CPU_SETSIZE; ++c)
       if (CPU_ISSET(c, &set)) allowed.push_back(c);
-  std::vector<int> cpus;
-  if (allowed.empty()) return cpus;
-  const size_t skip = allowed.size() > 1 ? 1 : 0;
-  for (int r = 0; r < world; ++r)
-    cpus.push_back(allowed[skip + static_cast<size_t>(r) % (allowed.size() - skip)]);
-  return cpus;
+  return allowed;
 }
 
 // What the rank processes inherit of this process's environment (see
@@ -115,6 +110,25 @@ std::vector<std::string> RankEnvironment(bool cuda) {
 
 }  // namespace
 
+std::vector<int> RankCpus(const std::vector<int>& allowed, int world) {
+  std::vector<int> cpus;
+  if (allowed.empty()) return cpus;
+  const size_t skip = allowed.size() > 1 ? 1 : 0;
+  for (int r = 0; r < world; ++r)
+    cpus.push_back(allowed[skip + static_cast<size_t>(r) % (allowed.size() - skip)]);
+  return cpus;
+}
+
+std::vector<int> WatcherCpus(const std::vector<int>& allowed, int world) {
+  std::vector<int> cpus(static_cast<size_t>(world), -1);
+  const size_t skip = allowed.size() > 1 ? 1 : 0;
+  for (int r = 0; r < world; ++r) {
+    const size_t at = skip + static_cast<size_t>(world) + static_cast<size_t>(r);
+    if (at < allowed.size()) cpus[static_cast<size_t>(r)] = allowed[at];
+  }
+  return cpus;
+}
+
 // The shared segments' descriptors, open in the judge until every rank has
 // been started: [side][control, scratch], and data [side][rank].
 struct RankPool::Segments {
@@ -133,7 +147,9 @@ bool RankPool::Spawn(const std::string& rank_exe, const Dims& dims, const DataLa
 
   Segments seg;
   if (!CreateSegments(layout, scratch_bytes, &seg)) return false;
-  const std::vector<int> cpus = PinRanks() ? RankCpus(o_.world_size) : std::vector<int>{};
+  const std::vector<int> allowed = AllowedCpus();
+  const std::vector<int> cpus = PinRanks() ? RankCpus(allowed, o_.world_size) : std::vector<int>{};
+  watcher_cpus_ = PinRanks() && Cuda() ? WatcherCpus(allowed, o_.world_size) : std::vector<int>{};
   procs_.resize(2 * o_.world_size);
   for (int i = 0; i < 2 * o_.world_size; ++i)
     if (!StartRank(i, self, rank_exe, dims, layout, scratch_bytes, seg, cpus, envp)) return false;
@@ -226,6 +242,11 @@ bool RankPool::StartRank(int i, int self, const std::string& rank_exe, const Dim
                                    "--slots",         std::to_string(layout.slots),
                                    "--scratch-bytes", std::to_string(scratch_bytes),
                                    "--flag-count",    std::to_string(kFlagCount)};
+  if (p.ref && static_cast<size_t>(p.rank) < watcher_cpus_.size() &&
+      watcher_cpus_[static_cast<size_t>(p.rank)] >= 0) {
+    args.push_back("--watcher-cpu");
+    args.push_back(std::to_string(watcher_cpus_[static_cast<size_t>(p.rank)]));
+  }
   if (!p.ref) {
     args.push_back("--candidate");
     args.push_back(o_.candidate);

@@ -407,6 +407,14 @@ TEST(RedTeamGpu, r28_chunk_paced) {
 TEST(RedTeamGpu, r28_drip_agent) {
   R15Expect("r28_drip_agent", {{Result::CHEAT_DETECTED, kR15BatchChecks}});
 }
+// Round 32 (the lead, against the queued drip batches,
+// PKFORGE_DRIP_WAITS=0): r28_drip_agent made to fit either hand-off (it
+// spins on `released`; its replayed calls put their inputs back): the least
+// a dripped call costs when the candidate plays the calls' side, against
+// the harness's path in each mode.
+TEST(RedTeamGpu, r32_drip_spin_agent) {
+  R15Expect("r32_drip_spin_agent", {{Result::CHEAT_DETECTED, kR15BatchChecks}});
+}
 // A kernel of a second context, queued behind a stream wait on the
 // candidate's drip word (released == 1: a drip batch was just armed), runs
 // while the reference's free batch and own drip batch do (DripPair probes no

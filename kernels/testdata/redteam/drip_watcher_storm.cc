@@ -143,7 +143,7 @@ extern "C" int pkf_run(pkf_context* ctx, const pkf_tensor* in, int32_t, pkf_tens
   g_word->returned.store(k + 1, std::memory_order_release);
   if (k + 1 < count)
     while (g_word->released.load(std::memory_order_acquire) <= k + 1 &&
-           g_word->released.load(std::memory_order_acquire) != 0xffffffffu)
+           g_word->released.load(std::memory_order_acquire) != 0x7fffffffu)
       Storm(g_word);
   return 0;
 }

@@ -27,7 +27,7 @@
 #include "kernels/testdata/redteam/cuda/r15_cmd.h"
 
 static const uint32_t kR28OpDrip = 19;
-static const uint32_t kR28Abort = 0xffffffffu;
+static const uint32_t kR28Abort = 0x7fffffffu;  // protocol.h kDripAbort
 static const long long kR28DripOffset = 4096, kR28StageOffset = 8192;
 
 // The harness's command right now (op, slot, count), or op 0 when not found.
