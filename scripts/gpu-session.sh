@@ -402,9 +402,11 @@ if [[ "$PART" == s22b ]]; then
     --gtest_filter='*r15_*:*r28_*:*r32_*:*drip*:*side_stream*:*patch_device_sync*'
 fi
 if [[ "$PART" == s22c ]]; then
-  # Session 22: the whole red team and the executor queued.
-  t redteam_q 300 PKFORGE_DRIP_WAITS=0 $H $B/kernels/redteam_gpu_test
-  t executor_q 180 PKFORGE_DRIP_WAITS=0 $H $B/executor/executor_gpu_test
+  # Session 22, last call: the whole red team with the default three waits
+  # (the committed drip changes touch the default path too: the reference's
+  # drip word in its mailbox, its watcher thread started before the filter,
+  # kDripAbort).
+  t redteam 290 $H $B/kernels/redteam_gpu_test
 fi
 if [[ "$PART" == s21d ]]; then
   # #17: identical-candidate fidelity of the three problems that read

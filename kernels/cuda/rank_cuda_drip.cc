@@ -75,7 +75,13 @@ int64_t Up256(int64_t v) { return (v + 255) / 256 * 256; }
 // graph_side_stream). PKFORGE_DRIP_WAITS chooses, for A/B measurements;
 // read in CudaRank::Main, before any candidate code (red team round 29).
 // 0: the batch queued on the GPU (DripCallsQueued, below), no wait on the
-// CPU between two calls.
+// CPU between two calls. H100, session 22 (scripts/gpu-session.sh s22b):
+// the reference's dripped call 14-22 us against 26-35 with three waits, but
+// bimodal from batch to batch (15, 17, 19-20 or 21.5-22.5 us for the same
+// call), so the floor moved by more than the allowance and the honest
+// r15_control_graph_update was CHEAT_DETECTED; a CPU takeover
+// (r32_drip_spin_agent) still skipped ~5 us (convicted as short in both
+// modes). Not the default.
 int DripWaits() {
   static const int waits = [] {
     const char* v = std::getenv("PKFORGE_DRIP_WAITS");

@@ -411,10 +411,18 @@ TEST(RedTeamGpu, r28_drip_agent) {
 // PKFORGE_DRIP_WAITS=0): r28_drip_agent made to fit either hand-off (it
 // spins on `released`; its replayed calls put their inputs back): the least
 // a dripped call costs when the candidate plays the calls' side, against
-// the harness's path in each mode.
+// the harness's path in each mode. H100 (session 22): CHEAT_DETECTED
+// batch_drip, "shorter than its hand-off", with three waits (13.7-17.7 us
+// against the reference's 26.2-32.8) and queued (12.9-13.0 against
+// 17.4-20.4).
 TEST(RedTeamGpu, r32_drip_spin_agent) {
   R15Expect("r32_drip_spin_agent", {{Result::CHEAT_DETECTED, kR15BatchChecks}});
 }
+// Honest (helper-62, round 32): a stream synchronize inside every call, so
+// the calls' side cannot run ahead of its GPU in either drip mode. H100
+// (session 22, by launch): OK 0.45x with three waits (batch_drip passed),
+// 0.41x queued (batch_drip flagged, 3 of 6 slow: the queued mode's noise).
+TEST(RedTeamGpu, r32_control_sync_in_run) { Expect("r32_control_sync_in_run", Result::OK); }
 // A kernel of a second context, queued behind a stream wait on the
 // candidate's drip word (released == 1: a drip batch was just armed), runs
 // while the reference's free batch and own drip batch do (DripPair probes no

@@ -22,6 +22,8 @@
 // because it is no faster than the reference (checks.cc BatchDrip
 // NoFasterThanReference); a candidate that synchronizes inside and is faster
 // than the reference would be CHEAT_DETECTED batch_drip (false positive).
+// MEASURED (H100, session 22, scripts/gpu-session.sh s22b, by launch): OK 0.45x with
+// three waits (batch_drip passed), OK 0.41x queued (batch_drip flagged, 3 of 6 slow).
 #include "kernels/testdata/cuda/wrap_allreduce_cuda.inc"
 #include "kernels/testdata/redteam/cuda/r15_cmd.h"
 

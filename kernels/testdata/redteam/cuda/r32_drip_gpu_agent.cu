@@ -37,6 +37,10 @@
 // by queuing). RUNTIME_ERROR "pkf_run returned 9x": the attack could not run
 // (91: no harness Cmd, 93: no save buffer, 94: no mailbox / unmapped staging,
 // 95: the watcher gave up or the kernel's time limit).
+// MEASURED (H100, session 22, s22b): with three waits CHEAT_DETECTED batch_drip (its
+// free-running amortizer, the calls through the harness: slow); queued CHEAT_DETECTED
+// input_mutation (drip batch 0: its replay left ~13.6 kB of inputs changed), i.e. the
+// attack's own bug: the least dripped call it was written to show was not measured.
 #include <cstring>
 
 #include "kernels/testdata/cuda/wrap_allreduce_cuda.inc"

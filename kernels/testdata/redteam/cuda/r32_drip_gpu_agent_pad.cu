@@ -12,4 +12,6 @@
 // batch_drip means the pad missed the window (short: pad more; slow: less),
 // not that the attack cannot work.
 #define R32_PAD_NS 6000
+// MEASURED (H100, session 22, s22b): as r32_drip_gpu_agent (three waits CHEAT_DETECTED
+// batch_drip; queued CHEAT_DETECTED input_mutation, its own replay's bug).
 #include "kernels/testdata/redteam/cuda/r32_drip_gpu_agent.cu"
