@@ -103,6 +103,24 @@ static inline void r28_store(volatile uint32_t* w, uint32_t v) {
   __atomic_store_n((uint32_t*)w, v, __ATOMIC_RELEASE);
 }
 
+// The takeovers' copy (r28_drip_agent, r32_drip_spin_agent): n bytes from
+// src to dst and, when dst2 is not null, to dst2 too (a grid-stride loop of
+// 32-bit words, the tail bytes by block 0).
+static __global__ void r28_copy(const char* src, char* dst, char* dst2, unsigned long long n) {
+  const unsigned long long w = n / 4;
+  for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < w;
+       i += (unsigned long long)gridDim.x * blockDim.x) {
+    const unsigned int v = ((const unsigned int*)src)[i];
+    ((unsigned int*)dst)[i] = v;
+    if (dst2 != nullptr) ((unsigned int*)dst2)[i] = v;
+  }
+  if (blockIdx.x == 0)
+    for (unsigned long long i = w * 4 + threadIdx.x; i < n; i += blockDim.x) {
+      dst[i] = src[i];
+      if (dst2 != nullptr) dst2[i] = src[i];
+    }
+}
+
 // ---- round 15's r15_chunk_k8 (the free-running amortizer), unchanged in
 // substance: call k % 8 == 0 of a timed batch copies the outputs of calls
 // k..k+7 (world 1: the allreduce of one rank is a copy), the others launch

@@ -63,21 +63,6 @@ static uint32_t g_next = 0, g_n = 0;  // harness calls of the current drip batch
 static char* g_scr = nullptr;         // device scratch (unmapped staging fallback)
 static long long g_scr_bytes = 0;
 
-__global__ void r28_copy(const char* src, char* dst, char* dst2, unsigned long long n) {
-  const unsigned long long w = n / 4;
-  for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < w;
-       i += (unsigned long long)gridDim.x * blockDim.x) {
-    const unsigned int v = ((const unsigned int*)src)[i];
-    ((unsigned int*)dst)[i] = v;
-    if (dst2 != nullptr) ((unsigned int*)dst2)[i] = v;
-  }
-  if (blockIdx.x == 0)
-    for (unsigned long long i = w * 4 + threadIdx.x; i < n; i += blockDim.x) {
-      dst[i] = src[i];
-      if (dst2 != nullptr) dst2[i] = src[i];
-    }
-}
-
 // Calls 0..n-1 of a drip batch as seen by the watcher; returns 0 when every
 // one was returned.
 static int TakeOver(pkf_context* ctx, const pkf_tensor* in, pkf_tensor* out, cudaStream_t st,

@@ -33,21 +33,6 @@
 static std::vector<char> g_saved;     // the batch's inputs, one call each
 static uint32_t g_next = 0, g_n = 0;  // replayed harness calls after the takeover
 
-__global__ void r32_copy(const char* src, char* dst, char* dst2, unsigned long long n) {
-  const unsigned long long w = n / 4;
-  for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < w;
-       i += (unsigned long long)gridDim.x * blockDim.x) {
-    const unsigned int v = ((const unsigned int*)src)[i];
-    ((unsigned int*)dst)[i] = v;
-    if (dst2 != nullptr) ((unsigned int*)dst2)[i] = v;
-  }
-  if (blockIdx.x == 0)
-    for (unsigned long long i = w * 4 + threadIdx.x; i < n; i += blockDim.x) {
-      dst[i] = src[i];
-      if (dst2 != nullptr) dst2[i] = src[i];
-    }
-}
-
 static int TakeOver(pkf_context* ctx, const pkf_tensor* in, pkf_tensor* out, cudaStream_t st,
                     uint32_t n) {
   const long long bytes = (long long)pkf_bytes(&out[0]);
@@ -71,11 +56,11 @@ static int TakeOver(pkf_context* ctx, const pkf_tensor* in, pkf_tensor* out, cud
       if (r > k) break;
     }
     if (k == 0) {
-      r32_copy<<<blocks, 256, 0, st>>>((const char*)in[0].data, (char*)out[0].data, d_out,
+      r28_copy<<<blocks, 256, 0, st>>>((const char*)in[0].data, (char*)out[0].data, d_out,
                                        (unsigned long long)bytes);
     } else {
       std::memcpy(&g_saved[(size_t)bytes * k], v.stage_in, (size_t)bytes);
-      r32_copy<<<blocks, 256, 0, st>>>(d_in, d_out, nullptr, (unsigned long long)bytes);
+      r28_copy<<<blocks, 256, 0, st>>>(d_in, d_out, nullptr, (unsigned long long)bytes);
     }
     if (cudaStreamSynchronize(st) != cudaSuccess) return 4;
     std::atomic_thread_fence(std::memory_order_seq_cst);
