@@ -312,13 +312,15 @@ TEST(RedTeamGpu, drip_batches_judge_an_honest_candidate) {
   if (!HaveGpu()) GTEST_SKIP() << "no usable GPU";
   Result r;
   ExpectOneOf("control_nccl_per_call", {{Result::OK, {}}}, 0, &r);
-  bool judged = false;
+  bool found = false;
   for (const auto& c : r.cheat_checks())
     if (c.check() == "batch_drip") {
-      judged = c.passed() && !c.flag_only() && c.detail().find("consistent") != std::string::npos;
-      EXPECT_TRUE(judged) << c.detail();
+      found = true;
+      EXPECT_TRUE(c.passed() && !c.flag_only() &&
+                  c.detail().find("consistent") != std::string::npos)
+          << c.detail();
     }
-  EXPECT_TRUE(judged) << "no batch_drip check in the result";
+  EXPECT_TRUE(found) << "no batch_drip check in the result";
 }
 
 // r15_control_kernel_copy's speedup, measured once per test process (0 when
