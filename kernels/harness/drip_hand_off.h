@@ -91,9 +91,9 @@ struct DripWatch {
 // judge once the calls' side has replied; a return still awaited then never
 // comes. The calls' side's last store to `returned` precedes its reply, so a
 // load after seeing `stop` is final. limit_ms bounds the whole batch.
-// how: kFutex sleeps until the calls' side wakes it; kSpin polls (above)
-// and releases without a futex wake (nothing of the harness sleeps on
-// `released` then).
+// how: kFutex sleeps until the calls' side wakes it; kSpin polls (above),
+// kSpinYield polls and yields the CPU between two looks; both release
+// without a futex wake (nothing of the harness sleeps on `released` then).
 enum class DripWait { kFutex, kSpin, kSpinYield };
 DripWatch WatchDrip(DripWord* w, uint32_t n, int64_t limit_ms, const std::atomic<uint32_t>* stop,
                     const std::function<bool(uint32_t)>& verify,
