@@ -20,6 +20,7 @@
 #   scripts/gpu-session.sh s19a  session 19: the block-reduced, batched checks (below)
 #   scripts/gpu-session.sh s20a  session 20: the GPU tests no call reached after the moves
 #   scripts/gpu-session.sh s22a|s22b|s22c  session 22's calls (below)
+#   scripts/gpu-session.sh s23a  the next session's first call (below)
 #   scripts/gpu-session.sh s21a|s21b|s21c|s21d|s21e  session 21's calls (below)
 #   scripts/gpu-session.sh s20b|s20c|s20d  session 20: the cuda drip batches (below)
 #   scripts/gpu-session.sh c     session 16's leftovers: control_linger_once (the idle
@@ -407,6 +408,21 @@ if [[ "$PART" == s22c ]]; then
   # drip word in its mailbox, its watcher thread started before the filter,
   # kDripAbort).
   t redteam 290 $H $B/kernels/redteam_gpu_test
+fi
+if [[ "$PART" == s23a ]]; then
+  # Next session, first call: what session 22 did not run (the executor's
+  # GPU tests, the agent's templates), the takeovers after their shared copy
+  # kernel moved (r28_drip.h), and allgather_gemm_at's identical-candidate
+  # fidelity (0.964 precise) with and without the reference's seccomp
+  # filter, which is one asymmetry left to rule out.
+  t takeovers 60 $H $B/kernels/redteam_gpu_test \
+    --gtest_filter='*r28_drip_agent*:*r32_*:*drip_batches_judge*:*r15_control_*'
+  t executor 170 $H $B/executor/executor_gpu_test
+  t templates 190 $H $B/agent/kernel_templates_gpu_test
+  W="stdbuf -oL $B/bin/pkforge-worker bench --backend cuda --candidates $B/kernels/candidates --world-size 1 --size default --repeats 3 --problems allgather_gemm_at"
+  t fid_gemm_at 60 $H $W
+  t fid_gemm_at_nofilter 60 PKFORGE_REF_FILTER=0 $H $W
+  tail -n 3 /tmp/gpu-logs/logs/fid_gemm_at*.log
 fi
 if [[ "$PART" == s21d ]]; then
   # #17: identical-candidate fidelity of the three problems that read
