@@ -110,11 +110,11 @@ void CudaRank::AllocateDrip() {
   if (!ref_) return;
   drip_golden_.assign(static_cast<size_t>(out_bytes_) * drip_cap_, 0);
   drip_stash_.assign(static_cast<size_t>(in_bytes_) * drip_cap_, 0);
-  if (drip_watcher_ == nullptr) drip_watcher_ = std::make_unique<ParkedThread>();
 }
 
-// The reference's watcher thread, started in Main before the seccomp
-// filter: with queued batches pinned to the CPU the judge gave it
+// The reference's watcher thread (its own drip batches' and, queued, the
+// candidate's), started in Main before the seccomp filter and before
+// AllocateDrip: with queued batches pinned to the CPU the judge gave it
 // (--watcher-cpu: none of the rank pairs' nor the judge's), where it
 // spins; a candidate's threads stay on their pair's CPU (the same filter
 // ignores their sched_setaffinity), so nothing of theirs runs there.
@@ -504,7 +504,7 @@ void CudaRank::WatchCandidateDrip(const Cmd& cmd, Reply* rep) {
   };
   // Queued: on the watcher thread (its own CPU, where it spins), as the
   // reference's own drip batch is watched; else on this thread.
-  if (DripWaits() == 0 && drip_watcher_ != nullptr) {
+  if (DripWaits() == 0) {
     drip_watcher_->Run(watch);
     drip_watcher_->Wait();
   } else {

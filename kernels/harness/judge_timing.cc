@@ -410,11 +410,6 @@ bool Judge::DripPair(const Cmd& batch, int j, v1::Phase ph, double overhead_us) 
     }
   }
   s.ref_floor_us = RefHandOffFloorUs(ref_gaps, ref_calls);
-  // From the last return a watcher saw to the calls' last reply: an honest
-  // calls' side replies right after its last return; one whose first call did
-  // the batch's hand-offs itself replays the harness's calls after it (red
-  // team round 30, finding 1c). Measured, not judged yet (diagnostics).
-  const double tail_us = last_return > 2 ? (pool_.last_reply_at_ns() - last_return) / 1e3 : -1;
   if (deferred >= 0) {
     out_.Cheat("batch_drip",
                fmt::format("drip batch {}: rank {}'s call {} returned before its outputs matched "
@@ -427,13 +422,20 @@ bool Judge::DripPair(const Cmd& batch, int j, v1::Phase ph, double overhead_us) 
   // CPUs about as much (ReferenceWaitedAsMuch; round 8 drip_starve_child_k16:
   // 6 of 6 drip batches starved, OK 15x, before).
   s.starved = !ref_ok || (foreign > kStarvedShare && ReferenceWaitedAsMuch(share, ref_share));
-  if (TimingDiag())
+  if (TimingDiag()) {
+    // From the last return a watcher saw to the calls' last reply: an honest
+    // calls' side replies right after its last return; one whose first call
+    // did the batch's hand-offs itself replays the harness's calls after it
+    // (red team round 30, finding 1c). Printed, not judged (a takeover of all
+    // but the last few calls keeps it among honest outliers: threat model).
+    const double tail_us = last_return > 2 ? (pool_.last_reply_at_ns() - last_return) / 1e3 : -1;
     fprintf(stderr,
             "drip %d: wait share %.2f (reference %.2f), CPU used %.2f: %s; per call: candidate "
             "%.2f us, reference %.2f us (free %.2f, hand-off without its call %.2f); tail "
             "%.1f us\n",
             j, share, ref_share, used, s.starved ? "starved" : "conclusive", s.cand_service_us,
             s.ref_service_us, s.ref_free_us, s.ref_floor_us, tail_us);
+  }
   s.calls = static_cast<int>(batch.count);
   samples_.drip.push_back(s);
   samples_.drip_ms += (MonotonicNs() - t_start) / 1e6;
