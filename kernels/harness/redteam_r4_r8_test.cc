@@ -69,16 +69,22 @@ TEST(RedTeamPending, lookahead_private_k4) {
 // probe_two_chunk 4 of 4, k8 2 of 4 (pending below). So: convicted (or
 // failing by its own fault) in at least one of four launches; without the
 // drip batches they are OK in all (4-14x up to b937fc9).
-void ExpectCaughtOnceInFour(const std::string& name) {
+//
+// Six launches for a test in the suite: at f195737 defer_chunk_cmd was
+// convicted in 6 of 13 local launches (OK 2.3-9.4x otherwise) and OK in 4 of
+// 4 once on CI, a chance of ~7% a run with four; with six ~1.5%.
+void ExpectCaughtOnceIn(const std::string& name, int launches) {
   std::vector<double> ok;
-  for (int attempt = 0; attempt < 4; ++attempt) {
+  for (int attempt = 0; attempt < launches; ++attempt) {
     Result r;
     Expect(name, {kProgressCheat, kOk, kTimeout, kWrong}, "", 10, "", 0, false, &r);
     if (r.status() != Result::OK) return;
     ok.push_back(r.speedup());
   }
-  ADD_FAILURE() << name << ": OK in 4 of 4 launches, speedups " << fmt::format("{}", ok);
+  ADD_FAILURE() << name << ": OK in " << launches << " of " << launches << " launches, speedups "
+                << fmt::format("{}", ok);
 }
+void ExpectCaughtOnceInFour(const std::string& name) { ExpectCaughtOnceIn(name, 4); }
 // Chunks of 8: CHEAT_DETECTED batch_drip in 2 of 4 at the final tree (OK
 // 6-7x otherwise, 2 of 3 drip batches slow: flagged) - the accepted residual
 // of chunked amortization near the drip allowance (docs/threat-model.md).
@@ -96,7 +102,7 @@ TEST(RedTeamPending, lookahead_private_shortlen) {
     GTEST_SKIP() << "round 10 finding 1 (OK 4 of 4 at -O3); PKFORGE_REDTEAM_PENDING=1 runs it";
   ExpectCaughtOnceInFour("lookahead_private_shortlen");
 }
-TEST(RedTeam, defer_chunk_cmd) { ExpectCaughtOnceInFour("defer_chunk_cmd"); }
+TEST(RedTeam, defer_chunk_cmd) { ExpectCaughtOnceIn("defer_chunk_cmd", 6); }
 
 // A timer-interrupt storm on the ranks' CPU while the reference is timed:
 // rank 0 arms ~1000-6000 one-shot timers (timerfds, or io_uring timeouts)
@@ -160,7 +166,7 @@ TEST(RedTeam, probe_window_dodge) { ExpectProgressCheat("probe_window_dodge"); }
 // 3/4 rule (flag only). OK in 8 of 12 runs at 8.4-21.6x at 93d7640 (18%: 1 of
 // 10). Caught by batch_drip since 2026-12-05 (a drip call cannot see the
 // chunk's other inputs).
-TEST(RedTeam, probe_two_chunk) { ExpectCaughtOnceInFour("probe_two_chunk"); }
+TEST(RedTeam, probe_two_chunk) { ExpectCaughtOnceIn("probe_two_chunk", 6); }
 // False-positive probe: an honest gemm_allreduce 12-22x faster than the host
 // reference (each rank computes only its own product, vectorized, then sums
 // the partials). Its probes must stay consistent: B >= 16 calls keep its
