@@ -4,14 +4,11 @@
 #include <chrono>
 #include <thread>
 
+#include "common/clock.h"
 #include "gtest/gtest.h"
 
 namespace pkforge::agent {
 namespace {
-
-double MsSince(std::chrono::steady_clock::time_point t) {
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t).count();
-}
 
 TEST(CancelToken, CancelWakesSleeperWithReason) {
   CancelToken token;

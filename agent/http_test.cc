@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "agent/testing/fake_http_server.h"
+#include "common/clock.h"
 #include "gtest/gtest.h"
 
 namespace pkforge::agent {
@@ -14,10 +15,6 @@ namespace {
 
 using testing::FakeHttpServer;
 using testing::ScriptedResponse;
-
-double MsSince(std::chrono::steady_clock::time_point t) {
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t).count();
-}
 
 class HttpTest : public ::testing::Test {
  protected:

@@ -52,7 +52,7 @@ bool IsMarker(std::string_view line, char c, std::string_view word) {
   return rest == word;
 }
 
-absl::Status Feedback(std::string msg) { return absl::InvalidArgumentError(AsAbsl(msg)); }
+absl::Status FeedbackError(std::string msg) { return absl::InvalidArgumentError(AsAbsl(msg)); }
 
 std::string FirstLine(std::string_view s) {
   std::string_view l = s.substr(0, s.find('\n'));
@@ -86,7 +86,7 @@ absl::StatusOr<std::optional<std::vector<EditBlock>>> FindEdits(std::string_view
     std::string search, replace;
     while (j < lines.size() && !IsMarker(lines[j], '=', "")) {
       if (IsMarker(lines[j], '>', "REPLACE") || IsMarker(lines[j], '<', "SEARCH")) {
-        return Feedback(fmt::format(
+        return FeedbackError(fmt::format(
             "edit block {} is malformed: expected a line of ======= between SEARCH and REPLACE",
             n));
       }
@@ -94,19 +94,20 @@ absl::StatusOr<std::optional<std::vector<EditBlock>>> FindEdits(std::string_view
       ++j;
     }
     if (j >= lines.size()) {
-      return Feedback(fmt::format("edit block {} is malformed: no ======= line after SEARCH", n));
+      return FeedbackError(
+          fmt::format("edit block {} is malformed: no ======= line after SEARCH", n));
     }
     ++j;
     while (j < lines.size() && !IsMarker(lines[j], '>', "REPLACE")) {
       if (IsMarker(lines[j], '<', "SEARCH") || IsMarker(lines[j], '=', "")) {
-        return Feedback(fmt::format(
+        return FeedbackError(fmt::format(
             "edit block {} is malformed: no >>>>>>> REPLACE line before the next marker", n));
       }
       replace += std::string(lines[j]) + "\n";
       ++j;
     }
     if (j >= lines.size()) {
-      return Feedback(fmt::format(
+      return FeedbackError(fmt::format(
           "edit block {} is malformed: no >>>>>>> REPLACE line (was the reply cut off?)", n));
     }
     blocks.push_back({std::move(search), std::move(replace)});
@@ -121,7 +122,7 @@ absl::StatusOr<std::string> ApplyEdits(const std::vector<EditBlock>& blocks, std
     std::string search = blocks[b].search;
     std::string replace = blocks[b].replace;
     if (Trim(search).empty()) {
-      return Feedback(
+      return FeedbackError(
           fmt::format("edit block {} has an empty SEARCH section; copy the exact lines "
                       "to replace from the current file",
                       b + 1));
@@ -134,14 +135,14 @@ absl::StatusOr<std::string> ApplyEdits(const std::vector<EditBlock>& blocks, std
       count = CountOccurrences(file, search);
     }
     if (count == 0) {
-      return Feedback(fmt::format(
+      return FeedbackError(fmt::format(
           "edit block {} of {} does not apply: its SEARCH text was not found in the current file "
           "(it starts with: \"{}\"). SEARCH must copy the current file exactly, whitespace "
           "included; earlier blocks are applied first. No edit was applied.",
           b + 1, blocks.size(), FirstLine(search)));
     }
     if (count > 1) {
-      return Feedback(fmt::format(
+      return FeedbackError(fmt::format(
           "edit block {} of {} is ambiguous: its SEARCH text occurs {} times in the current file "
           "(it starts with: \"{}\"); include more surrounding lines. No edit was applied.",
           b + 1, blocks.size(), count, FirstLine(search)));
@@ -209,7 +210,7 @@ absl::StatusOr<ParsedReply> ParseReply(std::string_view reply, std::string_view 
   ASSIGN_OR_RETURN(auto edits, FindEdits(text));
   if (edits.has_value()) {
     if (base.empty()) {
-      return Feedback(
+      return FeedbackError(
           "the reply has SEARCH/REPLACE edits but there is no current file to apply them to; "
           "reply with a complete file in one fenced code block");
     }
@@ -231,25 +232,25 @@ absl::StatusOr<ParsedReply> ParseReply(std::string_view reply, std::string_view 
       if (longest == nullptr || f.body.size() > longest->body.size()) longest = &f;
     }
     if (chosen == nullptr && unclosed != nullptr) {
-      return Feedback(
+      return FeedbackError(
           "the code block is not closed with ``` -- the reply was probably cut off at the token "
           "limit; write a shorter file or use SEARCH/REPLACE edits");
     }
     if (chosen == nullptr && longest == nullptr) {
-      return Feedback(
+      return FeedbackError(
           "the reply contains no code: reply with one complete file in a fenced code block "
           "(```cuda or ```cpp) or with SEARCH/REPLACE edit blocks");
     }
     out.source = (chosen != nullptr ? chosen : longest)->body;
     out.kind = ParsedReply::Kind::kFullFile;
   }
-  if (Trim(out.source).empty()) return Feedback("the resulting file is empty");
+  if (Trim(out.source).empty()) return FeedbackError("the resulting file is empty");
   if (out.source.size() > kMaxCandidateBytes) {
-    return Feedback(fmt::format("the file is {} bytes, more than the {} byte limit",
-                                out.source.size(), kMaxCandidateBytes));
+    return FeedbackError(fmt::format("the file is {} bytes, more than the {} byte limit",
+                                     out.source.size(), kMaxCandidateBytes));
   }
   if (!MentionsPkfRun(out.source)) {
-    return Feedback(
+    return FeedbackError(
         "the file does not define pkf_run: every candidate must export extern \"C\" int "
         "pkf_run(pkf_context* ctx, const pkf_tensor* in, int32_t n_in, pkf_tensor* out, int32_t "
         "n_out, void* stream)");

@@ -3,6 +3,19 @@
 #   pkforge_add_executable(<name> SOURCES ... DEPS ...)
 #   pkforge_add_test(<name> SOURCES ... DEPS ... [LABELS ...] [TIMEOUT s])
 #   pkforge_add_benchmark(<name> SOURCES ... DEPS ...)
+# With PKFORGE_UNITY_BUILD (the ci preset) each of them compiles its C++
+# sources in unity batches (pkforge_unity): the gRPC/protobuf/gtest headers
+# parsed once a batch, not once a file.
+
+# Unity batches of 8 sources: the headers parsed once a batch; small enough
+# that a target's batches still keep both CI cores busy. Sources with their
+# own compile definitions (the renamed problem references) stay on their own
+# (CMake leaves them out of unity files).
+function(pkforge_unity target)
+  if(PKFORGE_UNITY_BUILD)
+    set_target_properties(${target} PROPERTIES UNITY_BUILD ON UNITY_BUILD_BATCH_SIZE 8)
+  endif()
+endfunction()
 
 function(pkforge_add_library folder)
   cmake_parse_arguments(A "" "" "SOURCES;DEPS;PRIVATE_DEPS" ${ARGN})
@@ -13,6 +26,7 @@ function(pkforge_add_library folder)
   target_link_libraries(pkforge_${folder} PUBLIC ${A_DEPS} PRIVATE ${A_PRIVATE_DEPS})
   target_compile_options(pkforge_${folder} PRIVATE
     $<$<COMPILE_LANGUAGE:CXX>:${PKFORGE_WARNING_FLAGS}>)
+  pkforge_unity(pkforge_${folder})
 endfunction()
 
 function(pkforge_add_executable name)
@@ -22,6 +36,7 @@ function(pkforge_add_executable name)
   target_include_directories(${name} PRIVATE ${PROJECT_SOURCE_DIR} ${PROJECT_BINARY_DIR})
   target_compile_options(${name} PRIVATE $<$<COMPILE_LANGUAGE:CXX>:${PKFORGE_WARNING_FLAGS}>)
   set_target_properties(${name} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}/bin)
+  pkforge_unity(${name})
 endfunction()
 
 function(pkforge_add_test name)
@@ -33,6 +48,7 @@ function(pkforge_add_test name)
   target_link_libraries(${name} PRIVATE ${A_DEPS} GTest::gtest GTest::gmock GTest::gtest_main)
   target_include_directories(${name} PRIVATE ${PROJECT_SOURCE_DIR} ${PROJECT_BINARY_DIR})
   target_compile_options(${name} PRIVATE $<$<COMPILE_LANGUAGE:CXX>:${PKFORGE_WARNING_FLAGS}>)
+  pkforge_unity(${name})
   if(NOT A_TIMEOUT)
     set(A_TIMEOUT 120)
   endif()
@@ -50,4 +66,5 @@ function(pkforge_add_benchmark name)
   target_link_libraries(${name} PRIVATE ${A_DEPS} benchmark::benchmark)
   target_include_directories(${name} PRIVATE ${PROJECT_SOURCE_DIR} ${PROJECT_BINARY_DIR})
   set_target_properties(${name} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}/bench)
+  pkforge_unity(${name})
 endfunction()

@@ -8,10 +8,18 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <string>
 
 namespace pkforge {
+
+// Milliseconds from `start` to now on std::chrono::steady_clock (tests that
+// bound how long a wait took).
+inline double MsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+      .count();
+}
 
 class Clock {
  public:

@@ -15,6 +15,10 @@ absl::Status Annotate(const absl::Status& s, std::string_view context) {
   return out;
 }
 
+absl::Status InvalidField(std::string_view field, std::string_view why) {
+  return absl::InvalidArgumentError(absl::StrCat(AsAbsl(field), ": ", AsAbsl(why)));
+}
+
 absl::Status ErrnoError(std::string_view what, int err) {
   char buf[256];
   // GNU strerror_r returns a pointer that may or may not be `buf`.

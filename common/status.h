@@ -29,6 +29,10 @@ inline std::string_view AsStd(absl::string_view s) { return {s.data(), s.size()}
 // keeping the code. OK stays OK.
 absl::Status Annotate(const absl::Status& s, std::string_view context);
 
+// INVALID_ARGUMENT "field: why": the one shape of a request field's
+// validation error (orchestrator requests, job specs, evaluation options).
+absl::Status InvalidField(std::string_view field, std::string_view why);
+
 // Errno-based error with the strerror text, e.g. ErrnoError("open /x", ENOENT)
 // -> NOT_FOUND "open /x: No such file or directory".
 absl::Status ErrnoError(std::string_view what, int err);

@@ -59,5 +59,13 @@ TEST(StatusTest, ErrnoErrorMapsCodeAndText) {
   EXPECT_EQ(ErrnoError("x", EACCES).code(), absl::StatusCode::kPermissionDenied);
 }
 
+// The one shape of a field's validation error, used by the orchestrator's
+// requests, job admission and the evaluation rules alike.
+TEST(StatusTest, InvalidFieldNamesTheFieldThenWhy) {
+  const absl::Status s = InvalidField("spec.problem.world_size", "must be 1..8, got 9");
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(s.message(), "spec.problem.world_size: must be 1..8, got 9");
+}
+
 }  // namespace
 }  // namespace pkforge

@@ -22,6 +22,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/clock.h"
 #include "executor/compiler.h"
 #include "fmt/format.h"
 #include "gtest/gtest.h"
@@ -64,10 +65,6 @@ inline std::string ReadFile(const std::string& path) {
 
 inline void WriteFile(const std::string& path, const std::string& data) {
   std::ofstream(path, std::ios::binary | std::ios::trunc) << data;
-}
-
-inline double MsSince(Clock::time_point start) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
 }
 
 // A valid host candidate whose pkf_run returns `value` (distinct values give

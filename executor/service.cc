@@ -14,11 +14,9 @@
 
 namespace pkforge::executor {
 
-namespace {
-
+// Named (not in an anonymous namespace): Call, a member of an exported
+// class, points at it.
 class EvalReactor;
-
-}  // namespace
 
 struct ExecutorService::Call {
   std::string id;
@@ -36,8 +34,6 @@ struct ExecutorService::Call {
   void Finish(const grpc::Status& status);
   void Pump(std::unique_lock<std::mutex>& lock);
 };
-
-namespace {
 
 class EvalReactor final : public grpc::ServerWriteReactor<v1::EvaluateProgress> {
  public:
@@ -77,6 +73,8 @@ class EvalReactor final : public grpc::ServerWriteReactor<v1::EvaluateProgress> 
  private:
   std::shared_ptr<ExecutorService::Call> call_;
 };
+
+namespace {
 
 std::string ClientKey(const grpc::CallbackServerContext* context, const v1::EvaluateRequest& r) {
   // The orchestrator tags requests "job_<id> turn N": one fairness group per

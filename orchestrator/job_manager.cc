@@ -53,14 +53,6 @@ class JobManager::JobEvaluator final : public agent::Evaluator,
   int waiting_ = 0;
 };
 
-namespace {
-
-absl::Status Invalid(const std::string& field, const std::string& why) {
-  return absl::InvalidArgumentError(fmt::format("{}: {}", field, why));
-}
-
-}  // namespace
-
 JobManager::JobManager(Options options, storage::TrajectoryStore* store, EventLog* log,
                        ExecutorPool* pool, Metrics* metrics)
     : options_(std::move(options)), store_(store), log_(log), pool_(pool), metrics_(metrics) {}
@@ -87,7 +79,7 @@ absl::StatusOr<v1::Job> JobManager::Repeat(const std::string& id,
 
 absl::StatusOr<v1::Job> JobManager::Submit(const v1::SubmitJobRequest& request) {
   const std::string& rid = request.client_request_id();
-  if (rid.size() > 256) return Invalid("client_request_id", "longer than 256 characters");
+  if (rid.size() > 256) return InvalidField("client_request_id", "longer than 256 characters");
   {
     std::unique_lock lock(mu_);
     if (!accepting_) return absl::UnavailableError("the orchestrator is shutting down");
@@ -537,7 +529,7 @@ absl::StatusOr<v1::Job> JobManager::Get(const std::string& job_id) {
 
 absl::StatusOr<v1::ListJobsResponse> JobManager::List(const v1::ListJobsRequest& request) {
   int32_t page = request.page_size() == 0 ? 100 : request.page_size();
-  if (page < 0 || page > 1000) return Invalid("page_size", "must be in 0..1000");
+  if (page < 0 || page > 1000) return InvalidField("page_size", "must be in 0..1000");
   storage::JobFilter f;
   f.problem = request.problem();
   f.model = request.model();

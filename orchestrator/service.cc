@@ -40,13 +40,9 @@ absl::Status Bounded(absl::Status s) {
                                              s.message().size(), " bytes)"));
 }
 
-absl::Status Invalid(std::string_view field, const std::string& why) {
-  return absl::InvalidArgumentError(fmt::format("{}: {}", field, why));
-}
-
 absl::Status CheckLength(std::string_view field, const std::string& v, size_t max) {
   if (v.size() <= max) return absl::OkStatus();
-  return Invalid(field, fmt::format("{} bytes, longer than {}", v.size(), max));
+  return InvalidField(field, fmt::format("{} bytes, longer than {}", v.size(), max));
 }
 
 // Filters and reasons: names and labels are at most this long when stored.
@@ -65,22 +61,23 @@ constexpr int kMaxSelectedJobs = 10000;
 // memory) grows with grid_points, thresholds and jobs.
 absl::Status ValidatePlateauRequest(const v1::AnalyzePlateauRequest& req) {
   if (!v1::TimeAxis_IsValid(req.axis())) {
-    return Invalid("axis", fmt::format("unknown value {}", static_cast<int>(req.axis())));
+    return InvalidField("axis", fmt::format("unknown value {}", static_cast<int>(req.axis())));
   }
   if (!std::isfinite(req.epsilon()) || req.epsilon() < 0) {
-    return Invalid("epsilon", fmt::format("{} (must be finite, >= 0; 0 = 0.01)", req.epsilon()));
+    return InvalidField("epsilon",
+                        fmt::format("{} (must be finite, >= 0; 0 = 0.01)", req.epsilon()));
   }
   if (!std::isfinite(req.window_s()) || req.window_s() < 0) {
-    return Invalid("window_s", fmt::format("{} (must be finite, >= 0; 0 = rest of run)",
-                                           req.window_s()));
+    return InvalidField("window_s",
+                        fmt::format("{} (must be finite, >= 0; 0 = rest of run)", req.window_s()));
   }
   if (req.grid_points() < 0 || req.grid_points() == 1 || req.grid_points() > kMaxGridPoints) {
-    return Invalid("grid_points",
-                   fmt::format("{} (2..{}, 0 = 50)", req.grid_points(), kMaxGridPoints));
+    return InvalidField("grid_points",
+                        fmt::format("{} (2..{}, 0 = 50)", req.grid_points(), kMaxGridPoints));
   }
   auto bounded_list = [](std::string_view field, int n) {
     return n > kMaxListedValues
-               ? Invalid(field, fmt::format("{} values, at most {}", n, kMaxListedValues))
+               ? InvalidField(field, fmt::format("{} values, at most {}", n, kMaxListedValues))
                : absl::OkStatus();
   };
   RETURN_IF_ERROR(bounded_list("group_by", req.group_by_size()));
@@ -90,8 +87,8 @@ absl::Status ValidatePlateauRequest(const v1::AnalyzePlateauRequest& req) {
   for (const auto& k : req.group_by()) RETURN_IF_ERROR(CheckLength("group_by", k, 32));
   const v1::JobSelector& selector = req.jobs();
   if (selector.job_ids_size() > kMaxSelectedJobs) {
-    return Invalid("jobs.job_ids", fmt::format("{} ids, at most {}", selector.job_ids_size(),
-                                               kMaxSelectedJobs));
+    return InvalidField("jobs.job_ids", fmt::format("{} ids, at most {}", selector.job_ids_size(),
+                                                    kMaxSelectedJobs));
   }
   RETURN_IF_ERROR(CheckLength("jobs.problem", selector.problem(), kMaxFilterBytes));
   RETURN_IF_ERROR(CheckLength("jobs.model", selector.model(), kMaxFilterBytes));
@@ -160,7 +157,7 @@ grpc::ServerUnaryReactor* OrchestratorService::ListJobs(grpc::CallbackServerCont
                                                         v1::ListJobsResponse* resp) {
   return Unary(ctx, [this, req, resp]() -> absl::Status {
     if (!v1::JobState_IsValid(req->state())) {
-      return Invalid("state", fmt::format("unknown value {}", static_cast<int>(req->state())));
+      return InvalidField("state", fmt::format("unknown value {}", static_cast<int>(req->state())));
     }
     RETURN_IF_ERROR(CheckLength("problem", req->problem(), kMaxFilterBytes));
     RETURN_IF_ERROR(CheckLength("model", req->model(), kMaxFilterBytes));
@@ -189,17 +186,17 @@ grpc::ServerUnaryReactor* OrchestratorService::ListProblems(grpc::CallbackServer
     // world_size the tensors of that configuration (a problem it does not
     // fit is listed without them), the reference only when asked. What the
     // executors offer (backends, world sizes) comes from the executors.
-    if (req->world_size() < 0) return Invalid("world_size", "must be >= 0");
+    if (req->world_size() < 0) return InvalidField("world_size", "must be >= 0");
     if (!v1::Dtype_IsValid(req->dtype())) {
-      return Invalid("dtype", fmt::format("unknown value {}", static_cast<int>(req->dtype())));
+      return InvalidField("dtype", fmt::format("unknown value {}", static_cast<int>(req->dtype())));
     }
     if (req->size().size_case() == v1::SizeSpec::kPreset &&
         !kernels::IsSizePreset(req->size().preset())) {
-      return Invalid("size.preset", fmt::format("{} is unknown (tiny, default, large)",
-                                                kernels::ClientText(req->size().preset())));
+      return InvalidField("size.preset", fmt::format("{} is unknown (tiny, default, large)",
+                                                     kernels::ClientText(req->size().preset())));
     }
     if (req->size().dims().values_size() > kernels::kMaxDims) {
-      return Invalid("size.dims", fmt::format("more than {} dimensions", kernels::kMaxDims));
+      return InvalidField("size.dims", fmt::format("more than {} dimensions", kernels::kMaxDims));
     }
     for (const auto& [name, value] : req->size().dims().values()) {
       RETURN_IF_ERROR(CheckLength("size.dims", name, kernels::kMaxNameBytes));

@@ -58,10 +58,6 @@ namespace {
 
 std::string GiB(double bytes) { return fmt::format("{:.1f} GiB", bytes / double(1 << 30)); }
 
-absl::Status Invalid(const std::string& field, const std::string& why) {
-  return absl::InvalidArgumentError(fmt::format("{}: {}", field, why));
-}
-
 }  // namespace
 
 absl::Status ValidateEvaluation(const v1::EvaluateRequest& r, const EvalLimits& limits,
@@ -73,57 +69,61 @@ absl::Status ValidateEvaluation(const v1::EvaluateRequest& r, const EvalLimits& 
   if (!problem.ok()) {
     std::vector<std::string> known;
     for (const Problem* p : Problems()) known.emplace_back(p->name);
-    return Invalid(c + "problem", fmt::format("{} is unknown (known: {})", ClientText(r.problem()),
-                                              absl::StrJoin(known, ", ")));
+    return InvalidField(c + "problem",
+                        fmt::format("{} is unknown (known: {})", ClientText(r.problem()),
+                                    absl::StrJoin(known, ", ")));
   }
   const Problem& p = **problem;
   if (r.backend() != v1::BACKEND_HOST && r.backend() != v1::BACKEND_CUDA)
-    return Invalid(c + "backend", "required (BACKEND_HOST or BACKEND_CUDA)");
+    return InvalidField(c + "backend", "required (BACKEND_HOST or BACKEND_CUDA)");
   const bool cuda = r.backend() == v1::BACKEND_CUDA;
   if (r.world_size() < 1)
-    return Invalid(c + "world_size", fmt::format("{} (must be >= 1)", r.world_size()));
+    return InvalidField(c + "world_size", fmt::format("{} (must be >= 1)", r.world_size()));
   if (r.world_size() < p.min_world || r.world_size() > p.max_world)
-    return Invalid(c + "world_size", fmt::format("{} is outside {}..{} for {}", r.world_size(),
-                                                 p.min_world, p.max_world, p.name));
+    return InvalidField(c + "world_size", fmt::format("{} is outside {}..{} for {}", r.world_size(),
+                                                      p.min_world, p.max_world, p.name));
   if (!cuda && r.world_size() > limits.max_host_world_size)
-    return Invalid(c + "world_size", fmt::format("{} exceeds the host backend's limit of {}",
-                                                 r.world_size(), limits.max_host_world_size));
+    return InvalidField(c + "world_size", fmt::format("{} exceeds the host backend's limit of {}",
+                                                      r.world_size(), limits.max_host_world_size));
   if (!v1::Dtype_IsValid(r.dtype()))
-    return Invalid(c + "dtype", fmt::format("unknown value {}", static_cast<int>(r.dtype())));
+    return InvalidField(c + "dtype", fmt::format("unknown value {}", static_cast<int>(r.dtype())));
   auto dtype = FromProtoDtype(p, r.dtype());
   if (!dtype.ok()) return absl::InvalidArgumentError(c + std::string(dtype.status().message()));
   // Bounded before the registry sees them: its messages quote names in full.
   if (r.size().size_case() == v1::SizeSpec::kPreset && !IsSizePreset(r.size().preset()))
-    return Invalid(c + "size.preset",
-                   fmt::format("{} is unknown (tiny, default, large)", ClientText(r.size().preset())));
+    return InvalidField(c + "size.preset", fmt::format("{} is unknown (tiny, default, large)",
+                                                       ClientText(r.size().preset())));
   if (r.size().size_case() == v1::SizeSpec::kDims) {
     if (r.size().dims().values_size() > kMaxDims)
-      return Invalid(c + "size.dims", fmt::format("{} dimensions given, {} has {}",
-                                                  r.size().dims().values_size(), p.name,
-                                                  p.dims.size()));
+      return InvalidField(c + "size.dims",
+                          fmt::format("{} dimensions given, {} has {}",
+                                      r.size().dims().values_size(), p.name, p.dims.size()));
     for (const auto& [name, value] : r.size().dims().values()) {
       if (std::find(p.dims.begin(), p.dims.end(), name) == p.dims.end())
-        return Invalid(c + "size.dims", fmt::format("{} is not a dimension of {} ({})",
-                                                    ClientText(name), p.name,
-                                                    absl::StrJoin(p.dims, ", ")));
+        return InvalidField(c + "size.dims",
+                            fmt::format("{} is not a dimension of {} ({})", ClientText(name),
+                                        p.name, absl::StrJoin(p.dims, ", ")));
     }
   }
   auto size = SizeSpecToString(p, r.size());
   if (!size.ok()) return absl::InvalidArgumentError(c + std::string(size.status().message()));
   auto dims = ResolveSize(p, *size, r.world_size());
-  if (!dims.ok())
-    return Invalid(c + "size", std::string(dims.status().message()));
+  if (!dims.ok()) return InvalidField(c + "size", std::string(dims.status().message()));
 
   if (r.trials() < 0 || r.trials() > limits.max_trials)
-    return Invalid(e + "trials", fmt::format("{} (0..{})", r.trials(), limits.max_trials));
+    return InvalidField(e + "trials", fmt::format("{} (0..{})", r.trials(), limits.max_trials));
   if (r.warmup_iters() < 0 || r.warmup_iters() > limits.max_iters)
-    return Invalid(e + "warmup_iters", fmt::format("{} (0..{})", r.warmup_iters(), limits.max_iters));
+    return InvalidField(e + "warmup_iters",
+                        fmt::format("{} (0..{})", r.warmup_iters(), limits.max_iters));
   if (r.timed_iters() < 0 || r.timed_iters() > limits.max_iters)
-    return Invalid(e + "timed_iters", fmt::format("{} (0..{})", r.timed_iters(), limits.max_iters));
+    return InvalidField(e + "timed_iters",
+                        fmt::format("{} (0..{})", r.timed_iters(), limits.max_iters));
   if (!(r.timeout_s() >= 0) || r.timeout_s() > limits.max_timeout_s)
-    return Invalid(e + "timeout_s", fmt::format("{} (0..{})", r.timeout_s(), limits.max_timeout_s));
+    return InvalidField(e + "timeout_s",
+                        fmt::format("{} (0..{})", r.timeout_s(), limits.max_timeout_s));
   if (!v1::SanitizerTool_IsValid(r.sanitize()))
-    return Invalid(e + "sanitize", fmt::format("unknown tool {}", static_cast<int>(r.sanitize())));
+    return InvalidField(e + "sanitize",
+                        fmt::format("unknown tool {}", static_cast<int>(r.sanitize())));
   if (r.sanitize() != v1::SANITIZER_NONE && !cuda)
     return absl::FailedPreconditionError(e + "sanitize: compute-sanitizer needs backend cuda");
   if (r.profile() && !cuda)
@@ -133,27 +133,29 @@ absl::Status ValidateEvaluation(const v1::EvaluateRequest& r, const EvalLimits& 
         e + "precise_timing: more input sets per GPU; needs backend cuda (host timings are CPU "
             "timings, their batches already sized by time)");
   if (r.precise_timing() && r.skip_timing())
-    return Invalid(e + "precise_timing", "precise timing needs timing (skip_timing is set)");
+    return InvalidField(e + "precise_timing", "precise timing needs timing (skip_timing is set)");
   if (r.hidden_shapes()) {
     // The family must have a member other than the size itself (any seed
     // shows it; the judge draws with its own secret one).
     auto drawn = DrawHiddenDims(p, *size, r.world_size(), 1);
-    if (!drawn.ok()) return Invalid(e + "hidden_shapes", std::string(drawn.status().message()));
+    if (!drawn.ok())
+      return InvalidField(e + "hidden_shapes", std::string(drawn.status().message()));
   }
   if (r.size_ladder_size() > 3)
-    return Invalid(e + "size_ladder", fmt::format("{} sizes (at most 3: tiny, default, large)",
-                                                  r.size_ladder_size()));
+    return InvalidField(e + "size_ladder", fmt::format("{} sizes (at most 3: tiny, default, large)",
+                                                       r.size_ladder_size()));
   for (int i = 0; i < r.size_ladder_size(); ++i) {
     const std::string& s = r.size_ladder(i);
     const std::string field = fmt::format("{}size_ladder[{}]", e, i);
     if (!IsSizePreset(s))
-      return Invalid(field, fmt::format("{} is not a size preset (tiny, default, large)", ClientText(s)));
+      return InvalidField(
+          field, fmt::format("{} is not a size preset (tiny, default, large)", ClientText(s)));
     for (int j = 0; j < i; ++j)
-      if (r.size_ladder(j) == s) return Invalid(field, fmt::format("'{}' is listed twice", s));
+      if (r.size_ladder(j) == s) return InvalidField(field, fmt::format("'{}' is listed twice", s));
     if (r.skip_timing())
-      return Invalid(field, "a multi-size score needs timing (skip_timing is set)");
+      return InvalidField(field, "a multi-size score needs timing (skip_timing is set)");
     auto at = ResolveSize(p, s, r.world_size());
-    if (!at.ok()) return Invalid(field, std::string(at.status().message()));
+    if (!at.ok()) return InvalidField(field, std::string(at.status().message()));
   }
 
   const int trials = r.trials() > 0 ? r.trials() : kDefaultTrials;
@@ -163,15 +165,16 @@ absl::Status ValidateEvaluation(const v1::EvaluateRequest& r, const EvalLimits& 
                                        trials);
   if (!cuda && limits.host_memory_bytes > 0 &&
       need.host_bytes > static_cast<double>(limits.host_memory_bytes))
-    return Invalid(c + "size", fmt::format("{} needs at least {} of host memory; this executor "
-                                           "allows {} per evaluation",
-                                           what, GiB(need.host_bytes),
-                                           GiB(static_cast<double>(limits.host_memory_bytes))));
+    return InvalidField(c + "size",
+                        fmt::format("{} needs at least {} of host memory; this executor "
+                                    "allows {} per evaluation",
+                                    what, GiB(need.host_bytes),
+                                    GiB(static_cast<double>(limits.host_memory_bytes))));
   if (cuda && limits.gpu_memory_bytes > 0 &&
       need.per_gpu_bytes > static_cast<double>(limits.gpu_memory_bytes))
-    return Invalid(c + "size", fmt::format("{} needs at least {} on one GPU, which has {}", what,
-                                           GiB(need.per_gpu_bytes),
-                                           GiB(static_cast<double>(limits.gpu_memory_bytes))));
+    return InvalidField(c + "size", fmt::format("{} needs at least {} on one GPU, which has {}",
+                                                what, GiB(need.per_gpu_bytes),
+                                                GiB(static_cast<double>(limits.gpu_memory_bytes))));
   // Every size of the ladder runs too (one at a time): each must fit.
   for (int i = 0; i < r.size_ladder_size(); ++i) {
     const MemoryNeed at = EstimateMemory(p, *ResolveSize(p, r.size_ladder(i), r.world_size()),
@@ -179,9 +182,10 @@ absl::Status ValidateEvaluation(const v1::EvaluateRequest& r, const EvalLimits& 
     const double bytes = cuda ? at.per_gpu_bytes : at.host_bytes;
     const double limit = static_cast<double>(cuda ? limits.gpu_memory_bytes : limits.host_memory_bytes);
     if (limit > 0 && bytes > limit)
-      return Invalid(fmt::format("{}size_ladder[{}]", e, i),
-                     fmt::format("{} at size {} needs at least {} of {} memory; {} allowed", p.name,
-                                 r.size_ladder(i), GiB(bytes), cuda ? "GPU" : "host", GiB(limit)));
+      return InvalidField(
+          fmt::format("{}size_ladder[{}]", e, i),
+          fmt::format("{} at size {} needs at least {} of {} memory; {} allowed", p.name,
+                      r.size_ladder(i), GiB(bytes), cuda ? "GPU" : "host", GiB(limit)));
   }
   return absl::OkStatus();
 }
