@@ -4,13 +4,13 @@
 #   pkforge_add_test(<name> SOURCES ... DEPS ... [LABELS ...] [TIMEOUT s])
 #   pkforge_add_benchmark(<name> SOURCES ... DEPS ...)
 # With PKFORGE_UNITY_BUILD (the ci preset) each of them compiles its C++
-# sources in unity batches (pkforge_unity): the gRPC/protobuf/gtest headers
-# parsed once a batch, not once a file.
+# sources in unity batches (pkforge_unity).
 
-# Unity batches of 8 sources: the headers parsed once a batch; small enough
-# that a target's batches still keep both CI cores busy. Sources with their
-# own compile definitions (the renamed problem references) stay on their own
-# (CMake leaves them out of unity files).
+# Unity batches of 8 sources: the gRPC/protobuf/gtest headers parsed once a
+# batch, not once a file; small enough that a target's batches still keep
+# both CI cores busy. Sources with their own compile definitions (the renamed
+# problem references) stay on their own (CMake leaves them out of unity
+# files); so does any source marked SKIP_UNITY_BUILD_INCLUSION.
 function(pkforge_unity target)
   if(PKFORGE_UNITY_BUILD)
     set_target_properties(${target} PROPERTIES UNITY_BUILD ON UNITY_BUILD_BATCH_SIZE 8)
