@@ -19,17 +19,6 @@
 namespace pkforge::kernels {
 namespace {
 
-// The CPUs this thread may run on.
-std::vector<int> CpusOfThisThread() {
-  cpu_set_t all;
-  CPU_ZERO(&all);
-  std::vector<int> cpus;
-  if (sched_getaffinity(0, sizeof all, &all) == 0)
-    for (int c = 0; c < CPU_SETSIZE; ++c)
-      if (CPU_ISSET(c, &all)) cpus.push_back(c);
-  return cpus;
-}
-
 Reply Empty() {
   Reply r;
   std::memset(&r, 0, sizeof r);
@@ -152,7 +141,7 @@ TEST(DripHandOff, TheAbortValueEndsEveryQueuedWait) {
 // kSpinYield where there is none: a pure spinner sharing its CPU would hold
 // it for a time slice.
 TEST(DripHandOff, ASpinningWatcherSeesUnwokenReturns) {
-  const std::vector<int> cpus = CpusOfThisThread();
+  const std::vector<int> cpus = AllowedCpus();
   const bool two = cpus.size() >= 2;
   auto median_latency = [&](DripWait how) -> int64_t {
     constexpr uint32_t kCalls = 16;
@@ -205,7 +194,7 @@ TEST(DripHandOff, ASpinningWatcherSeesUnwokenReturns) {
 // so the cuda rank pins its watcher before loading the filter (red team
 // round 32: a watcher that believed itself moved spun on the pair's CPU).
 TEST(DripHandOff, PinningAThreadIsReadBackAndTheFilterMakesItANoOp) {
-  const std::vector<int> cpus = CpusOfThisThread();
+  const std::vector<int> cpus = AllowedCpus();
   if (cpus.size() < 2) GTEST_SKIP() << "fewer than two CPUs allowed";
   std::thread([&] { EXPECT_TRUE(PinThisThread(cpus[1])); }).join();
   EXPECT_FALSE(PinThisThread(-1));

@@ -60,6 +60,9 @@ namespace pkforge::kernels {
 // after those, -1 where none is left (WatcherCpus). Pure functions.
 std::vector<int> RankCpus(const std::vector<int>& allowed, int world);
 std::vector<int> WatcherCpus(const std::vector<int>& allowed, int world);
+// The CPUs the calling thread may run on (sched_getaffinity), ascending;
+// empty when they cannot be read. What the two above are given.
+std::vector<int> AllowedCpus();
 
 // One rank process and the judge's ends of its pipes.
 struct RankProc {

@@ -79,14 +79,6 @@ bool PinRanks() {
   }();
   return on;
 }
-std::vector<int> AllowedCpus() {
-  cpu_set_t set;
-  std::vector<int> allowed;
-  if (sched_getaffinity(0, sizeof set, &set) == 0)
-    for (int c = 0; c < CPU_SETSIZE; ++c)
-      if (CPU_ISSET(c, &set)) allowed.push_back(c);
-  return allowed;
-}
 
 // What the rank processes inherit of this process's environment (see
 // RankMayInherit), "NAME=value" each.
@@ -109,6 +101,15 @@ std::vector<std::string> RankEnvironment(bool cuda) {
 }
 
 }  // namespace
+
+std::vector<int> AllowedCpus() {
+  cpu_set_t set;
+  std::vector<int> allowed;
+  if (sched_getaffinity(0, sizeof set, &set) == 0)
+    for (int c = 0; c < CPU_SETSIZE; ++c)
+      if (CPU_ISSET(c, &set)) allowed.push_back(c);
+  return allowed;
+}
 
 std::vector<int> RankCpus(const std::vector<int>& allowed, int world) {
   std::vector<int> cpus;

@@ -84,14 +84,13 @@ void ExpectCaughtOnceIn(const std::string& name, int launches) {
   ADD_FAILURE() << name << ": OK in " << launches << " of " << launches << " launches, speedups "
                 << fmt::format("{}", ok);
 }
-void ExpectCaughtOnceInFour(const std::string& name) { ExpectCaughtOnceIn(name, 4); }
 // Chunks of 8: CHEAT_DETECTED batch_drip in 2 of 4 at the final tree (OK
 // 6-7x otherwise, 2 of 3 drip batches slow: flagged) - the accepted residual
 // of chunked amortization near the drip allowance (docs/threat-model.md).
 TEST(RedTeamPending, lookahead_private_k8) {
   if (getenv("PKFORGE_REDTEAM_PENDING") == nullptr)
     GTEST_SKIP() << "accepted residual (CHEAT 2 of 4, OK 6-7x); PKFORGE_REDTEAM_PENDING=1 runs it";
-  ExpectCaughtOnceInFour("lookahead_private_k8");
+  ExpectCaughtOnceIn("lookahead_private_k8", 4);
 }
 // Pending since e248da4 (candidates at -O3, as the executor compiles them):
 // OK in 4 of 4 launches at 13-17x (honest epoch 7.2x) in ctest at 06:56, the
@@ -100,7 +99,7 @@ TEST(RedTeamPending, lookahead_private_k8) {
 TEST(RedTeamPending, lookahead_private_shortlen) {
   if (getenv("PKFORGE_REDTEAM_PENDING") == nullptr)
     GTEST_SKIP() << "round 10 finding 1 (OK 4 of 4 at -O3); PKFORGE_REDTEAM_PENDING=1 runs it";
-  ExpectCaughtOnceInFour("lookahead_private_shortlen");
+  ExpectCaughtOnceIn("lookahead_private_shortlen", 4);
 }
 TEST(RedTeam, defer_chunk_cmd) { ExpectCaughtOnceIn("defer_chunk_cmd", 6); }
 
